@@ -1,0 +1,32 @@
+# The README's two commands, `make run` and `make test`, start here.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PORT ?= 5000
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: install run test bench clean
+
+install: $(STAMP)
+
+# Reinstall whenever the dependency list changes.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+run: install
+	$(BIN)/alembic upgrade head
+	$(BIN)/flask --app webapp users ensure-admin
+	$(BIN)/flask --app webapp run --host 127.0.0.1 --port $(PORT)
+
+test: install
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: install
+	$(BIN)/python bench/generate.py --urls 100000 1000000
+	$(BIN)/python bench/import.py --urls 1000000
+
+clean:
+	rm -rf $(VENV) *.egg-info

@@ -1,0 +1,24 @@
+"""Small builders with defaults, for tests that need stored sites and URLs."""
+
+from __future__ import annotations
+
+from webapp.models import Site, Url
+from webapp.sites import create_site
+
+
+def make_site(session, name="Shop", base_url="https://shop.example.com/", **settings) -> Site:
+    """A committed site; extra keyword arguments set its columns directly."""
+    site, _ = create_site(session, name, base_url, settings.pop("sitemap_url", None),
+                          settings.pop("encoding", "utf-8"))
+    for key, value in settings.items():
+        setattr(site, key, value)
+    session.commit()
+    return site
+
+
+def make_urls(session, site: Site, count: int, **fields) -> list[str]:
+    """`count` committed URLs `<base_url>page/<n>`; returns their locs in id order."""
+    locs = [f"{site.base_url}page/{n}" for n in range(count)]
+    session.add_all(Url(site_id=site.id, loc=loc, **fields) for loc in locs)
+    session.commit()
+    return locs

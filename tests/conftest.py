@@ -1,0 +1,106 @@
+"""Fixtures: an app per test on SQLite and on PostgreSQL, its CLI runner, a session, builders.
+
+The schema is made once per database by running the real migrations. Tests then commit freely,
+as the app does, and each test starts from empty tables: SQLite gets a fresh copy of the
+migrated file, PostgreSQL has its tables truncated. PostgreSQL tests run when
+TEST_POSTGRESQL_URL is set (`.ci/run` sets it) and are skipped otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import text
+
+from webapp import create_app
+from webapp.config import normalize_database_url
+from webapp.db import Base, make_engine
+
+ROOT = Path(__file__).resolve().parent.parent
+POSTGRESQL_URL = os.environ.get("TEST_POSTGRESQL_URL")
+
+
+def alembic_config(url: str) -> Config:
+    config = Config(str(ROOT / "alembic.ini"))
+    config.attributes["database_url"] = url
+    config.attributes["configure_logger"] = False
+    return config
+
+
+def migrate(url: str) -> None:
+    command.upgrade(alembic_config(url), "head")
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("template") / "migrated.db"
+    migrate(f"sqlite:///{path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def postgresql_database() -> str:
+    if not POSTGRESQL_URL:
+        pytest.skip("TEST_POSTGRESQL_URL is not set")
+    url = normalize_database_url(POSTGRESQL_URL)
+    engine = make_engine(url)
+    with engine.begin() as connection:
+        connection.execute(text("DROP SCHEMA public CASCADE"))
+        connection.execute(text("CREATE SCHEMA public"))
+    engine.dispose()
+    migrate(url)
+    return url
+
+
+def _truncate(url: str) -> None:
+    engine = make_engine(url)
+    tables = ", ".join(table.name for table in Base.metadata.sorted_tables)
+    with engine.begin() as connection:
+        connection.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+    engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request, tmp_path) -> str:
+    """A migrated, empty database of each kind."""
+    if request.param == "sqlite":
+        path = tmp_path / "test.db"
+        shutil.copy(request.getfixturevalue("sqlite_template"), path)
+        return f"sqlite:///{path}"
+    url = request.getfixturevalue("postgresql_database")
+    _truncate(url)
+    return url
+
+
+@pytest.fixture
+def app(database_url, tmp_path):
+    app = create_app({
+        "TESTING": True,
+        "DATABASE_URL": database_url,
+        "SECRET_KEY": "test-secret",
+        "INSTANCE_PATH": str(tmp_path / "instance"),
+        "SITEMAPS_DIR": str(tmp_path / "sitemaps"),
+    })
+    yield app
+    app.extensions["db_engine"].dispose()
+
+
+@pytest.fixture
+def runner(app):
+    return app.test_cli_runner()
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture
+def session(app):
+    with app.app_context(), app.extensions["db_sessionmaker"]() as session:
+        yield session

@@ -1,0 +1,293 @@
+"""Generation: protocol-exact files, splitting, the index, gzip twins, atomic publishing, records."""
+
+from __future__ import annotations
+
+import gzip
+import threading
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import select
+
+from tests.builders import make_site, make_urls
+from tests.sitemap_schema import NS, locs, parse
+from webapp import jobs
+from webapp.models import Generation, GenerationFile, Url, UrlAlternate, UrlImage
+from webapp.sitemaps import get_store
+from webapp.sitemaps.build import Limits, UrlsetWriter, image_fragment, url_fragment, urlset_open
+from webapp.sitemaps.publish import SitemapStore
+from webapp.urls import save_url
+
+T1 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+T2 = datetime(2026, 2, 1, 12, 0, 0, tzinfo=UTC)
+
+
+def published(app, site):
+    folder = get_store(app).current_folder(site.id)
+    return {} if folder is None else {p.name: p for p in sorted(folder.iterdir())}
+
+
+def all_published_locs(app, site, entry="sitemap.xml"):
+    files = published(app, site)
+    root = parse(files[entry])
+    if root.tag.endswith("sitemapindex"):
+        names = [loc.rsplit("/", 1)[-1] for loc in locs(root)]
+        return [loc for name in names for loc in locs(parse(files[name]))]
+    return locs(root)
+
+
+def test_small_site_is_one_valid_urlset_with_a_gzip_twin(app, session):
+    site = make_site(session)
+    save_url(session, site, "https://shop.example.com/a?x=1&y='2'", {"lastmod": "2024-01-02",
+             "changefreq": "daily", "priority": "0.8"})
+    save_url(session, site, "https://shop.example.com/サイトマップ", {"lastmod": "2004-12-23T18:00:15+09:00"})
+    session.commit()
+
+    generation = jobs.regenerate(site.id, app)
+
+    files = published(app, site)
+    assert sorted(files) == ["sitemap.xml", "sitemap.xml.gz"]
+    assert gzip.decompress(files["sitemap.xml.gz"].read_bytes()) == files["sitemap.xml"].read_bytes()
+    raw = files["sitemap.xml"].read_text()
+    assert raw.startswith('<?xml version="1.0" encoding="UTF-8"?>\n')
+    assert "x=1&amp;y=&apos;2&apos;" in raw
+    root = parse(files["sitemap.xml"])
+    assert locs(root) == ["https://shop.example.com/a?x=1&y='2'",
+                          "https://shop.example.com/%E3%82%B5%E3%82%A4%E3%83%88%E3%83%9E%E3%83%83%E3%83%97"]
+    assert root.xpath("//sm:lastmod/text()", namespaces=NS) == ["2024-01-02", "2004-12-23T09:00:15+00:00"]
+    assert root.xpath("//sm:changefreq/text()", namespaces=NS) == ["daily"]
+    assert root.xpath("//sm:priority/text()", namespaces=NS) == ["0.8"]
+    assert (generation.status, generation.url_count, generation.file_count) == ("succeeded", 2, 1)
+    assert generation.bytes == files["sitemap.xml"].stat().st_size
+    assert generation.finished_at is not None and generation.error is None
+
+
+def test_namespaces_are_declared_only_when_extensions_are_used(app, session):
+    site = make_site(session)
+    make_urls(session, site, 2)
+    jobs.regenerate(site.id, app)
+    plain = published(app, site)["sitemap.xml"].read_text()
+    assert "xmlns:image" not in plain and "xmlns:xhtml" not in plain
+
+    save_url(session, site, "https://shop.example.com/de/", images=["https://cdn.example.net/a b.jpg"],
+             alternates=["de=https://shop.example.com/de/", "en=https://shop.example.com/en/"])
+    session.commit()
+    jobs.regenerate(site.id, app)
+    root = parse(published(app, site)["sitemap.xml"])
+    assert root.xpath("//image:loc/text()", namespaces=NS) == ["https://cdn.example.net/a%20b.jpg"]
+    assert root.xpath("//xhtml:link/@hreflang", namespaces=NS) == ["de", "en"]
+    assert "xmlns:image" in published(app, site)["sitemap.xml"].read_text()
+
+
+def test_extensions_of_many_urls_stay_with_their_own_url(app, session):
+    site = make_site(session, max_urls_per_file=3)
+    for n in range(7):
+        save_url(session, site, f"https://shop.example.com/p{n}",
+                 images=[f"https://cdn.example.net/{n}-{i}.jpg" for i in range(n % 3)])
+    session.commit()
+    jobs.regenerate(site.id, app)
+    files = published(app, site)
+    for name in ("sitemap-1.xml", "sitemap-2.xml", "sitemap-3.xml"):
+        for url in parse(files[name]).xpath("sm:url", namespaces=NS):
+            n = url.findtext(f"{{{NS['sm']}}}loc").rsplit("p", 1)[-1]
+            images = url.xpath("image:image/image:loc/text()", namespaces=NS)
+            assert images == [f"https://cdn.example.net/{n}-{i}.jpg" for i in range(int(n) % 3)]
+
+
+def test_large_site_is_split_by_url_count_and_listed_in_an_index(app, session):
+    site = make_site(session, max_urls_per_file=3)
+    expected = make_urls(session, site, 7)
+
+    generation = jobs.regenerate(site.id, app, now=T1)
+
+    files = published(app, site)
+    assert sorted(files) == ["sitemap-1.xml", "sitemap-1.xml.gz", "sitemap-2.xml",
+                             "sitemap-2.xml.gz", "sitemap-3.xml", "sitemap-3.xml.gz",
+                             "sitemap.xml", "sitemap.xml.gz"]
+    index = parse(files["sitemap.xml"])
+    assert locs(index) == [f"https://shop.example.com/sitemap-{n}.xml" for n in (1, 2, 3)]
+    assert index.xpath("//sm:lastmod/text()", namespaces=NS) == ["2026-01-01T12:00:00+00:00"] * 3
+    assert [len(locs(parse(files[f"sitemap-{n}.xml"]))) for n in (1, 2, 3)] == [3, 3, 1]
+    assert all_published_locs(app, site) == expected
+    assert generation.url_count == 7 and generation.file_count == 4
+
+
+def test_index_points_to_the_directory_of_the_public_sitemap_url(app, session):
+    site = make_site(session, base_url="https://shop.example.com/maps/", max_urls_per_file=1,
+                     sitemap_url="https://shop.example.com/maps/index.xml")
+    make_urls(session, site, 2)
+    jobs.regenerate(site.id, app)
+    files = published(app, site)
+    assert locs(parse(files["index.xml"])) == ["https://shop.example.com/maps/index-1.xml",
+                                               "https://shop.example.com/maps/index-2.xml"]
+
+
+def test_files_are_split_before_they_pass_the_byte_limit(tmp_path):
+    header = urlset_open()
+    fragment = "<url><loc>https://shop.example.com/x</loc></url>\n"
+    exact = len(header) + 3 * len(fragment) + len("</urlset>\n")
+    for max_bytes, expected_counts in ((exact, [3, 1]), (exact - 1, [2, 2])):
+        folder = tmp_path / f"bytes-{max_bytes}"
+        folder.mkdir()
+        built = UrlsetWriter(folder, "s", header, Limits(max_bytes=max_bytes)).write(
+            (n, fragment) for n in range(4))
+        assert [f.url_count for f in built] == expected_counts
+        assert all(f.bytes <= max_bytes for f in built)
+        assert built[0].bytes == (exact if max_bytes == exact else exact - len(fragment))
+        for f in built:
+            assert (folder / f.name).stat().st_size == f.bytes
+            parse(folder / f.name)
+
+
+def test_non_ascii_extension_text_counts_in_bytes_not_characters(tmp_path):
+    header = urlset_open(images=True)
+    fragment = url_fragment("https://shop.example.com/x", None, None, None,
+                            image_fragment("https://cdn.example.net/i.jpg", "日本語" * 100, None))
+    assert len(fragment.encode()) > len(fragment)
+    max_bytes = len(header.encode()) + len(fragment.encode()) + len("</urlset>\n")
+    built = UrlsetWriter(tmp_path, "s", header, Limits(max_bytes=max_bytes)).write(
+        [(1, fragment), (2, fragment)])
+    assert [f.url_count for f in built] == [1, 1]
+    assert [(tmp_path / f.name).stat().st_size for f in built] == [max_bytes, max_bytes]
+
+
+def test_deleted_urls_leave_the_sitemap_and_defaults_fill_empty_fields(app, session):
+    site = make_site(session, default_changefreq="weekly", default_priority=0.3)
+    save_url(session, site, "https://shop.example.com/keep")
+    save_url(session, site, "https://shop.example.com/own", {"changefreq": "daily", "priority": "0.0"})
+    save_url(session, site, "https://shop.example.com/gone")
+    session.execute(Url.__table__.update().where(Url.loc.endswith("/gone")).values(deleted_at=T1))
+    session.commit()
+    jobs.regenerate(site.id, app)
+    root = parse(published(app, site)["sitemap.xml"])
+    assert locs(root) == ["https://shop.example.com/keep", "https://shop.example.com/own"]
+    assert root.xpath("//sm:changefreq/text()", namespaces=NS) == ["weekly", "daily"]
+    assert root.xpath("//sm:priority/text()", namespaces=NS) == ["0.3", "0.0"]
+
+
+def test_a_site_without_urls_publishes_no_empty_urlset_and_withdraws_old_files(app, session):
+    site = make_site(session)
+    assert jobs.regenerate(site.id, app).file_count == 0
+    assert published(app, site) == {}
+
+    make_urls(session, site, 1)
+    jobs.regenerate(site.id, app)
+    assert "sitemap.xml" in published(app, site)
+    session.execute(Url.__table__.update().values(deleted_at=T1))
+    session.commit()
+    generation = jobs.regenerate(site.id, app)
+    assert (generation.status, generation.file_count) == ("succeeded", 0)
+    assert published(app, site) == {}
+
+
+def test_files_no_longer_in_the_set_stop_being_served(app, session):
+    site = make_site(session, max_urls_per_file=2)
+    make_urls(session, site, 5)
+    jobs.regenerate(site.id, app)
+    assert "sitemap-3.xml" in published(app, site)
+    site.max_urls_per_file = 50_000
+    session.commit()
+    jobs.regenerate(site.id, app)
+    assert sorted(published(app, site)) == ["sitemap.xml", "sitemap.xml.gz"]
+
+
+def test_a_failed_run_is_recorded_and_leaves_the_previous_set_published(app, session):
+    site = make_site(session, max_urls_per_file=2)
+    make_urls(session, site, 3)
+    good = jobs.regenerate(site.id, app)
+    before = {name: path.read_bytes() for name, path in published(app, site).items()}
+
+    # One URL per file, and an index of at most one file, cannot hold three URLs.
+    failed = jobs.regenerate(site.id, app, limits=Limits(max_urls=1, max_index_entries=1))
+
+    assert failed.status == "failed"
+    assert "index would list 3 files; an index may list at most 1" in failed.error and failed.finished_at is not None
+    assert {name: path.read_bytes() for name, path in published(app, site).items()} == before
+    assert get_store(app).current_generation(site.id) == good.id
+    site_folder = get_store(app).site_folder(site.id)
+    assert not [p for p in site_folder.iterdir() if p.name.startswith(".staging")]
+    assert session.scalars(select(GenerationFile.generation_id).distinct()).all() == [good.id]
+
+
+def test_index_lastmod_moves_only_for_files_whose_content_changed(app, session):
+    site = make_site(session, max_urls_per_file=2)
+    locs_ = make_urls(session, site, 4)
+    jobs.regenerate(site.id, app, now=T1)
+    session.execute(Url.__table__.update().where(Url.loc == locs_[3]).values(lastmod="2026-01-31"))
+    session.commit()
+    jobs.regenerate(site.id, app, now=T2)
+    index = parse(published(app, site)["sitemap.xml"])
+    assert index.xpath("//sm:lastmod/text()", namespaces=NS) == [
+        "2026-01-01T12:00:00+00:00", "2026-02-01T12:00:00+00:00"]
+
+
+def test_every_run_is_recorded_and_old_generation_folders_are_pruned(app, session):
+    app.config["SITEMAP_KEEP_GENERATIONS"] = 2
+    site = make_site(session)
+    make_urls(session, site, 1)
+    runs = [jobs.regenerate(site.id, app) for _ in range(4)]
+    assert [g.status for g in session.scalars(select(Generation).order_by(Generation.id))] == [
+        "succeeded"] * 4
+    folders = sorted(p.name for p in get_store(app).site_folder(site.id).iterdir() if p.name[0] == "g")
+    assert folders == [f"g{runs[2].id}", f"g{runs[3].id}"]
+
+
+def test_an_older_generation_never_replaces_a_newer_one(tmp_path):
+    store = SitemapStore(tmp_path)
+    for generation in (5, 4):
+        with store.staging(1, generation) as folder:
+            (folder / "sitemap.xml").write_text(str(generation))
+            result = store.publish(1, generation, folder)
+        assert result is (generation == 5)
+    assert (store.current_folder(1) / "sitemap.xml").read_text() == "5"
+    assert not (tmp_path / "1" / "g4").exists()
+
+
+def test_readers_see_one_complete_set_while_publishing(tmp_path):
+    store = SitemapStore(tmp_path)
+    problems, done = [], threading.Event()
+
+    def publish_many():
+        for generation in range(1, 60):
+            with store.staging(1, generation) as folder:
+                for n in range(generation % 4 + 1):
+                    (folder / f"part-{n}.txt").write_text(str(generation))
+                (folder / "index.txt").write_text(str(generation % 4 + 1))
+                store.publish(1, generation, folder)
+            store.prune(1, keep=3)
+        done.set()
+
+    def read_many():
+        while not done.is_set():
+            folder = store.current_folder(1)
+            if folder is None:
+                continue
+            try:
+                count = int((folder / "index.txt").read_text())
+                parts = {(folder / f"part-{n}.txt").read_text() for n in range(count)}
+            except FileNotFoundError:
+                continue  # pruned after we resolved it: a reader of issue 3 holds it open
+            if parts != {folder.name[1:]}:
+                problems.append((folder.name, parts))
+
+    reader = threading.Thread(target=read_many)
+    reader.start()
+    publish_many()
+    reader.join()
+    assert problems == []
+
+
+def test_removing_images_and_alternates_leaves_no_rows_behind(app, session):
+    site = make_site(session)
+    url, _ = save_url(session, site, "https://shop.example.com/x", images=["https://cdn.example.net/1.jpg"],
+                      alternates=["fr=https://shop.example.com/fr/x"])
+    session.commit()
+    save_url(session, site, url.loc, images=[], alternates=[])
+    session.commit()
+    assert session.scalars(select(UrlImage)).all() == []
+    assert session.scalars(select(UrlAlternate)).all() == []
+
+
+def test_regenerating_an_unknown_site_is_an_error(app):
+    with pytest.raises(LookupError):
+        jobs.regenerate(999, app)

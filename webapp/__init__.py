@@ -1,0 +1,23 @@
+"""The sitemap dashboard: `create_app` assembles the application from its parts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from flask import Flask
+
+from webapp import cli, config, db, sitemaps
+from webapp.views import dashboard
+
+
+def create_app(overrides: Mapping[str, object] | None = None) -> Flask:
+    """Build the app; `overrides` replace settings read from the environment (tests use this)."""
+    settings = config.load(overrides)
+    app = Flask(__name__, instance_path=str(settings["INSTANCE_PATH"]),
+                template_folder="../templates")
+    app.config.update(settings)
+    db.init_app(app)
+    sitemaps.init_app(app)
+    cli.init_app(app)
+    app.register_blueprint(dashboard.bp)
+    return app

@@ -1,0 +1,107 @@
+"""Every setting, read from the environment by small typed helpers that fail loudly.
+
+`load()` returns a plain mapping; `create_app(config)` passes overrides by argument, so tests
+never touch the process environment. Every variable here is documented in README.md.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+class ConfigError(RuntimeError):
+    """A setting in the environment is present but makes no sense."""
+
+
+def env_str(name: str, default: str | None = None, environ: Mapping[str, str] = os.environ) -> str | None:
+    value = environ.get(name, "").strip()
+    return value or default
+
+
+def env_int(
+    name: str,
+    default: int,
+    *,
+    minimum: int | None = None,
+    maximum: int | None = None,
+    environ: Mapping[str, str] = os.environ,
+) -> int:
+    raw = env_str(name, environ=environ)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a whole number") from None
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"{name}={value} is below the minimum of {minimum}")
+    if maximum is not None and value > maximum:
+        raise ConfigError(f"{name}={value} is above the maximum of {maximum}")
+    return value
+
+
+def normalize_database_url(url: str) -> str:
+    """Accept database URLs as people write them and pick the driver this project installs."""
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    if not url.startswith(("sqlite:", "postgresql+psycopg:")):
+        raise ConfigError(
+            f"DATABASE_URL {url!r} is not supported: use sqlite:///path or postgresql://user@host/db"
+        )
+    return url
+
+
+def instance_path(environ: Mapping[str, str] = os.environ) -> Path:
+    return Path(env_str("INSTANCE_PATH", str(PROJECT_ROOT / "instance"), environ)).resolve()
+
+
+def database_url(environ: Mapping[str, str] = os.environ) -> str:
+    """The database URL from DATABASE_URL, else a SQLite file in the instance folder."""
+    raw = env_str("DATABASE_URL", environ=environ)
+    if raw is None:
+        return f"sqlite:///{instance_path(environ) / 'sitemaps.db'}"
+    return normalize_database_url(raw)
+
+
+def persistent_secret_key(folder: Path) -> str:
+    """A random key generated once and kept in the instance folder, readable by its owner only."""
+    path = folder / "secret_key"
+    if path.exists():
+        return path.read_text().strip()
+    folder.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_hex(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(key)
+    return key
+
+
+def load(overrides: Mapping[str, object] | None = None, environ: Mapping[str, str] = os.environ) -> dict:
+    """All settings: overrides first, then the environment, then defaults."""
+    overrides = dict(overrides or {})
+    folder = Path(overrides.get("INSTANCE_PATH") or instance_path(environ))
+    settings: dict[str, object] = {"INSTANCE_PATH": str(folder)}
+    if "DATABASE_URL" in overrides:
+        settings["DATABASE_URL"] = normalize_database_url(str(overrides.pop("DATABASE_URL")))
+    elif env_str("DATABASE_URL", environ=environ) is not None:
+        settings["DATABASE_URL"] = database_url(environ)
+    else:
+        settings["DATABASE_URL"] = f"sqlite:///{folder / 'sitemaps.db'}"
+    if "SECRET_KEY" not in overrides:
+        settings["SECRET_KEY"] = env_str("SECRET_KEY", environ=environ) or persistent_secret_key(folder)
+    if "SITEMAPS_DIR" not in overrides:
+        settings["SITEMAPS_DIR"] = env_str("SITEMAPS_DIR", str(folder / "sitemaps"), environ)
+    if "SITEMAP_KEEP_GENERATIONS" not in overrides:
+        settings["SITEMAP_KEEP_GENERATIONS"] = env_int(
+            "SITEMAP_KEEP_GENERATIONS", 5, minimum=1, maximum=1000, environ=environ
+        )
+    if "PORT" not in overrides:
+        settings["PORT"] = env_int("PORT", 5000, minimum=1, maximum=65535, environ=environ)
+    settings.update(overrides)
+    return settings

@@ -1,0 +1,75 @@
+"""Declarative base, engine and session factory, wired into Flask with `init_app`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from flask import Flask, current_app, g
+from sqlalchemy import MetaData, create_engine, event
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    # WAL lets crawlers and the dashboard read while a generation or an import writes;
+    # busy_timeout makes a second writer wait instead of failing at once.
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for `url`; for SQLite, the folder of the file is created and pragmas are set."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url)
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_engine(url, pool_pre_ping=True)
+
+
+def init_app(app: Flask) -> None:
+    engine = make_engine(app.config["DATABASE_URL"])
+    app.extensions["db_engine"] = engine
+    app.extensions["db_sessionmaker"] = sessionmaker(engine, expire_on_commit=False)
+    app.teardown_appcontext(_close_request_session)
+
+
+def get_session() -> Session:
+    """The session of the current request or app context, opened on first use."""
+    if "db_session" not in g:
+        g.db_session = current_app.extensions["db_sessionmaker"]()
+    return g.db_session
+
+
+def _close_request_session(_exc: BaseException | None) -> None:
+    session = g.pop("db_session", None)
+    if session is not None:
+        session.close()
+
+
+@contextmanager
+def session_scope(app: Flask | None = None) -> Iterator[Session]:
+    """One unit of work for a job or CLI command: commit on success, roll back on error."""
+    factory = (app or current_app).extensions["db_sessionmaker"]
+    with factory() as session, session.begin():
+        yield session

@@ -1,0 +1,16 @@
+"""The two errors domain functions raise for bad input; views and commands turn them into messages."""
+
+from __future__ import annotations
+
+
+class InvalidValue(ValueError):
+    """A value breaks a rule; the message names the field, the value and the rule."""
+
+    def __init__(self, field: str, value: object, rule: str):
+        self.field, self.value, self.rule = field, value, rule
+        shown = value if isinstance(value, str) and len(value) <= 80 else f"{str(value)[:77]}..."
+        super().__init__(f"{field} {shown!r}: {rule}")
+
+
+class NotFound(LookupError):
+    """The thing asked for does not exist."""

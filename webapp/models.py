@@ -1,0 +1,166 @@
+"""Typed SQLAlchemy models: what is stored, and nothing about how it is used."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import BigInteger, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from webapp.db import Base
+
+# The protocol caps a loc at 2,048 characters; IndexNow and Search Console share that ceiling.
+URL_LENGTH = 2048
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Timestamps:
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+
+
+class Site(Timestamps, Base):
+    __tablename__ = "sites"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    slug: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str] = mapped_column(String(200))
+    base_url: Mapped[str] = mapped_column(String(URL_LENGTH))
+    sitemap_url: Mapped[str] = mapped_column(String(URL_LENGTH))
+    encoding: Mapped[str] = mapped_column(String(32), default="utf-8")
+    default_changefreq: Mapped[str | None] = mapped_column(String(7))
+    default_priority: Mapped[float | None] = mapped_column(Float)
+    max_urls_per_file: Mapped[int] = mapped_column(Integer, default=50_000)
+
+    urls: Mapped[list[Url]] = relationship(back_populates="site", passive_deletes=True)
+    generations: Mapped[list[Generation]] = relationship(back_populates="site", passive_deletes=True)
+
+    def __repr__(self) -> str:
+        return f"<Site {self.id} {self.slug!r}>"
+
+
+class Url(Timestamps, Base):
+    """One page of a site. Deleting keeps the row (`deleted_at`) so search engines can be told."""
+
+    __tablename__ = "urls"
+    __table_args__ = (
+        UniqueConstraint("site_id", "loc"),
+        Index("ix_urls_site_id_id", "site_id", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    site_id: Mapped[int] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"))
+    loc: Mapped[str] = mapped_column(String(URL_LENGTH))
+    # Stored in the one form the generator emits: YYYY-MM-DD or YYYY-MM-DDThh:mm:ss+00:00.
+    lastmod: Mapped[str | None] = mapped_column(String(25))
+    changefreq: Mapped[str | None] = mapped_column(String(7))
+    priority: Mapped[float | None] = mapped_column(Float)
+    deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    site: Mapped[Site] = relationship(back_populates="urls")
+    images: Mapped[list[UrlImage]] = relationship(
+        back_populates="url", cascade="all, delete-orphan", order_by="UrlImage.position"
+    )
+    alternates: Mapped[list[UrlAlternate]] = relationship(
+        back_populates="url", cascade="all, delete-orphan", order_by="UrlAlternate.hreflang"
+    )
+
+    def __repr__(self) -> str:
+        return f"<Url {self.id} {self.loc!r}>"
+
+
+class UrlImage(Base):
+    """An `image:image` entry of a page (Google image sitemap extension)."""
+
+    __tablename__ = "url_images"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    url_id: Mapped[int] = mapped_column(ForeignKey("urls.id", ondelete="CASCADE"), index=True)
+    position: Mapped[int] = mapped_column(Integer, default=0)
+    loc: Mapped[str] = mapped_column(String(URL_LENGTH))
+    title: Mapped[str | None] = mapped_column(Text)
+    caption: Mapped[str | None] = mapped_column(Text)
+
+    url: Mapped[Url] = relationship(back_populates="images")
+
+    def __repr__(self) -> str:
+        return f"<UrlImage {self.id} {self.loc!r}>"
+
+
+class UrlAlternate(Base):
+    """An hreflang alternate of a page, written as `xhtml:link rel="alternate"`."""
+
+    __tablename__ = "url_alternates"
+    __table_args__ = (UniqueConstraint("url_id", "hreflang"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    url_id: Mapped[int] = mapped_column(ForeignKey("urls.id", ondelete="CASCADE"))
+    hreflang: Mapped[str] = mapped_column(String(35))
+    href: Mapped[str] = mapped_column(String(URL_LENGTH))
+
+    url: Mapped[Url] = relationship(back_populates="alternates")
+
+    def __repr__(self) -> str:
+        return f"<UrlAlternate {self.hreflang} {self.href!r}>"
+
+
+class Generation(Base):
+    """One run of the generator for one site, successful or not."""
+
+    __tablename__ = "generations"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    site_id: Mapped[int] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"), index=True)
+    status: Mapped[str] = mapped_column(String(16), default="running")
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    url_count: Mapped[int] = mapped_column(Integer, default=0)
+    file_count: Mapped[int] = mapped_column(Integer, default=0)
+    bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    error: Mapped[str | None] = mapped_column(Text)
+
+    site: Mapped[Site] = relationship(back_populates="generations")
+    files: Mapped[list[GenerationFile]] = relationship(
+        back_populates="generation", cascade="all, delete-orphan", order_by="GenerationFile.id"
+    )
+
+    def __repr__(self) -> str:
+        return f"<Generation {self.id} site={self.site_id} {self.status}>"
+
+
+class GenerationFile(Base):
+    """One published file. The URL id range and digest let a later run rewrite only what changed."""
+
+    __tablename__ = "generation_files"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    generation_id: Mapped[int] = mapped_column(ForeignKey("generations.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(255))
+    kind: Mapped[str] = mapped_column(String(16))  # "urlset" or "index"
+    url_count: Mapped[int] = mapped_column(Integer, default=0)
+    bytes: Mapped[int] = mapped_column(BigInteger)
+    gzip_bytes: Mapped[int] = mapped_column(BigInteger)
+    sha256: Mapped[str] = mapped_column(String(64))
+    first_url_id: Mapped[int | None] = mapped_column(Integer)
+    last_url_id: Mapped[int | None] = mapped_column(Integer)
+    lastmod: Mapped[str] = mapped_column(String(25))
+
+    generation: Mapped[Generation] = relationship(back_populates="files")
+
+    def __repr__(self) -> str:
+        return f"<GenerationFile {self.name} urls={self.url_count}>"
+
+
+class User(Timestamps, Base):
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    email: Mapped[str] = mapped_column(String(254), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(255))
+    role: Mapped[str] = mapped_column(String(16), default="viewer")
+
+    def __repr__(self) -> str:
+        return f"<User {self.id} {self.email!r} {self.role}>"

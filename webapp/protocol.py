@@ -1,0 +1,325 @@
+"""The sitemaps.org 0.9 rules, as pure functions: validate and normalise what goes into a sitemap.
+
+Every `normalize_*` function takes what a person typed (or a file held) and returns the one form
+the generator writes, or raises `ProtocolError` naming the field, the value and the rule.
+The rules and their sources are in PROTOCOL.md; section numbers below refer to it.
+"""
+
+from __future__ import annotations
+
+import codecs
+import math
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta, timezone
+from urllib.parse import SplitResult, urlsplit, urlunsplit
+
+from webapp.errors import InvalidValue
+
+SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
+IMAGE_NS = "http://www.google.com/schemas/sitemap-image/1.1"
+XHTML_NS = "http://www.w3.org/1999/xhtml"
+
+MAX_URLS_PER_FILE = 50_000  # §1.7, for a urlset and for an index alike
+MAX_FILE_BYTES = 52_428_800  # §1.7, uncompressed
+MAX_LOC_LENGTH = 2048  # §1.2, the XSD's maxLength
+MIN_LOC_LENGTH = 12  # §1.2, the XSD's minLength
+MAX_IMAGES_PER_URL = 1000  # §4, sitemap-image.xsd
+CHANGEFREQS = ("always", "hourly", "daily", "weekly", "monthly", "yearly", "never")
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+class ProtocolError(InvalidValue):
+    """A value breaks a sitemap rule; the message names the field, the value and the rule."""
+
+
+# --- XML escaping (§1.3) ----------------------------------------------------------------------
+
+_ESCAPES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ('"', "&quot;"), ("'", "&apos;"))
+_NEEDS_ESCAPE = re.compile(r"[&<>\"']")
+# Characters XML 1.0 cannot carry at all, escaped or not.
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def escape(text: str) -> str:
+    """Entity-escape the five characters the protocol lists."""
+    if _NEEDS_ESCAPE.search(text) is None:
+        return text
+    for char, entity in _ESCAPES:
+        text = text.replace(char, entity)
+    return text
+
+
+def check_text(field: str, value: str, max_length: int | None = None) -> str:
+    """Plain text for an extension element: trimmed, XML-safe, within its length."""
+    value = value.strip()
+    if _XML_INVALID.search(value):
+        raise ProtocolError(field, value, "contains a control character that XML cannot carry")
+    if max_length is not None and len(value) > max_length:
+        raise ProtocolError(field, value, f"is longer than {max_length} characters")
+    return value
+
+
+# --- Locations: absolute, percent-encoded in the site's encoding, in scope (§1.2, §3) --------
+
+# RFC 3986: what may stand unencoded in a path, and in a query or fragment.
+_PATH_OK = "A-Za-z0-9\\-._~!$&'()*+,;=:@/"
+_NEEDS_PERCENT = {
+    "path": re.compile(f"[^{_PATH_OK}%]+|%(?![0-9A-Fa-f]{{2}})"),
+    "query": re.compile(f"[^{_PATH_OK}?%]+|%(?![0-9A-Fa-f]{{2}})"),
+}
+_LOWER_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+_HOST_OK = re.compile(r"[a-z0-9.\-]+|[0-9a-f:.]*:[0-9a-f:.]*")
+
+
+def check_encoding(name: str) -> str:
+    """A character encoding Python knows, returned under its canonical name."""
+    try:
+        return codecs.lookup(name.strip()).name
+    except LookupError:
+        raise ProtocolError("encoding", name, "is not a character encoding this server knows "
+                            "(examples: utf-8, euc-jp, shift_jis)") from None
+
+
+def _percent_encode(part: str, kind: str, encoding: str, field: str) -> str:
+    """Percent-encode what RFC 3986 does not allow, leaving valid %XX escapes as they are."""
+
+    def encode_run(match: re.Match[str]) -> str:
+        run = match.group(0)
+        try:
+            raw = run.encode(encoding)
+        except UnicodeEncodeError:
+            raise ProtocolError(field, part, f"has characters that {encoding} cannot encode") from None
+        return "".join(f"%{byte:02X}" for byte in raw)
+
+    part = _NEEDS_PERCENT[kind].sub(encode_run, part)
+    if "%" in part:
+        part = _LOWER_ESCAPE.sub(lambda m: m.group(0).upper(), part)
+    return part
+
+
+def _split(field: str, raw: str) -> SplitResult:
+    if not isinstance(raw, str) or not raw.strip():
+        raise ProtocolError(field, raw, "is required")
+    value = raw.strip()
+    if _CONTROL.search(value):
+        raise ProtocolError(field, value, "contains a control character (tab, line break, ...)")
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError as exc:
+        raise ProtocolError(field, value, f"is not a valid URL ({exc})") from None
+    scheme = parts.scheme.lower()
+    if scheme not in DEFAULT_PORTS or not parts.netloc:
+        raise ProtocolError(field, value, "must be an absolute URL starting with http:// or https://")
+    if parts.username is not None or parts.password is not None:
+        raise ProtocolError(field, value, "must not contain a user name or password")
+    host = parts.hostname or ""
+    if not host:
+        raise ProtocolError(field, value, "has no host name")
+    if not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            raise ProtocolError(field, value, "has a host name that is not a valid domain") from None
+    if not _HOST_OK.fullmatch(host):
+        raise ProtocolError(field, value, "has a host name with characters a domain cannot have")
+    if ":" in host:  # an IPv6 literal keeps its brackets
+        host = f"[{host}]"
+    netloc = host if port is None or port == DEFAULT_PORTS[scheme] else f"{host}:{port}"
+    return SplitResult(scheme, netloc, parts.path, parts.query, parts.fragment)
+
+
+def normalize_url(raw: str, encoding: str = "utf-8", field: str = "loc") -> str:
+    """An absolute http(s) URL, RFC 3986-encoded; already-encoded input comes back unchanged."""
+    parts = _split(field, raw)
+    path = _percent_encode(parts.path or "/", "path", encoding, field)
+    query = _percent_encode(parts.query, "query", encoding, field)
+    fragment = _percent_encode(parts.fragment, "query", encoding, field)
+    url = urlunsplit((parts.scheme, parts.netloc, path, query, fragment))
+    if len(url) > MAX_LOC_LENGTH:
+        raise ProtocolError(field, url, f"is {len(url)} characters once encoded; "
+                            f"the limit is {MAX_LOC_LENGTH}")
+    if len(url) < MIN_LOC_LENGTH:
+        raise ProtocolError(field, url, f"is shorter than {MIN_LOC_LENGTH} characters, "
+                            "which the sitemap schema does not accept")
+    return url
+
+
+def origin(url: str) -> str:
+    """scheme://host[:port] of a normalised URL."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def directory(url: str) -> str:
+    """The URL up to and including the last `/` of its path: the scope of a file there (§3)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}{parts.path[: parts.path.rfind('/') + 1]}"
+
+
+def normalize_base_url(raw: str, encoding: str = "utf-8") -> str:
+    """A site's scope: scheme, host, optional port and a path prefix that ends with `/`."""
+    url = normalize_url(raw, encoding, field="base_url")
+    parts = urlsplit(url)
+    if parts.query or parts.fragment:
+        raise ProtocolError("base_url", url, "must not have a query (?...) or fragment (#...)")
+    if not parts.path.endswith("/"):
+        url = urlunsplit((parts.scheme, parts.netloc, parts.path + "/", "", ""))
+    return url
+
+
+def normalize_sitemap_url(raw: str, encoding: str = "utf-8") -> str:
+    """The public URL of a site's entry sitemap file: a `.xml` file name, no query."""
+    url = normalize_url(raw, encoding, field="sitemap_url")
+    parts = urlsplit(url)
+    if parts.query or parts.fragment:
+        raise ProtocolError("sitemap_url", url, "must not have a query (?...) or fragment (#...)")
+    name = parts.path.rsplit("/", 1)[-1]
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._\-]*\.xml", name):
+        raise ProtocolError("sitemap_url", url, "must end in a file name such as sitemap.xml "
+                            "(letters, digits, '.', '_' or '-', ending in .xml)")
+    return url
+
+
+def check_site_scope(base_url: str, sitemap_url: str) -> str | None:
+    """Raise if the sitemap cannot cover the site; return a warning for cross-host sitemaps (§3.1)."""
+    if origin(base_url) != origin(sitemap_url):
+        return (f"the sitemap is on {origin(sitemap_url)} but the pages are on {origin(base_url)}: "
+                f"search engines accept it only if {origin(base_url)}/robots.txt has the line "
+                f"'Sitemap: {sitemap_url}' (cross-submission)")
+    if not base_url.startswith(directory(sitemap_url)):
+        raise ProtocolError("sitemap_url", sitemap_url, f"can only list URLs under "
+                            f"{directory(sitemap_url)}, but the site's base_url is {base_url}; "
+                            "put the sitemap at the site's root")
+    return None
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The URLs a site may list: those that start with its normalised base URL."""
+
+    base_url: str
+    encoding: str = "utf-8"
+
+    def normalize(self, raw: str, field: str = "loc") -> str:
+        """A normalised loc inside this scope."""
+        url = normalize_url(raw, self.encoding, field)
+        if not url.startswith(self.base_url):
+            raise ProtocolError(field, url, f"is outside the site: every URL must start with "
+                                f"{self.base_url} (same scheme, host, port and path)")
+        return url
+
+
+# --- lastmod in W3C Datetime (§1.4) ------------------------------------------------------------
+
+_W3C = re.compile(
+    r"(\d{4})(?:-(\d{2})(?:-(\d{2})"
+    r"(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?\s*([Zz]|[+-]\d{2}:?\d{2})?)?)?)?"
+)
+LASTMOD_RULE = ("is not a W3C Datetime; use YYYY-MM-DD or YYYY-MM-DDThh:mm:ss+hh:mm "
+                "(YYYY, YYYY-MM and times without seconds are accepted too)")
+
+
+def normalize_lastmod(raw: str | date | None) -> str | None:
+    """W3C Datetime in, `YYYY-MM-DD` or `YYYY-MM-DDThh:mm:ss+00:00` out.
+
+    Every W3C form is accepted. `YYYY` and `YYYY-MM` become the first day of the period; a time
+    is converted to UTC and fractions of a second are dropped. A time without a zone is taken as
+    UTC, because W3C Datetime requires a zone and UTC is the only reading that needs no guess.
+    """
+    if raw is None:
+        return None
+    if isinstance(raw, datetime):
+        moment = raw if raw.tzinfo else raw.replace(tzinfo=UTC)
+        return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+    if isinstance(raw, date):
+        return raw.isoformat()
+    text = raw.strip()
+    if not text:
+        return None
+    match = _W3C.fullmatch(text)
+    if match is None:
+        raise ProtocolError("lastmod", raw, LASTMOD_RULE)
+    year, month, day, hour, minute, second, zone = match.groups()
+    try:
+        day_value = date(int(year), int(month or 1), int(day or 1))
+        if hour is None:
+            return day_value.isoformat()
+        offset = timedelta(0)
+        if zone and zone not in "Zz":
+            sign = -1 if zone[0] == "-" else 1
+            hours, minutes = int(zone[1:3]), int(zone[-2:])
+            if hours > 14 or minutes > 59:
+                raise ValueError("offset out of range")
+            offset = sign * timedelta(hours=hours, minutes=minutes)
+        moment = datetime(day_value.year, day_value.month, day_value.day,
+                          int(hour), int(minute), int(second or 0), tzinfo=timezone(offset))
+    except ValueError:
+        raise ProtocolError("lastmod", raw, "is not a real date and time "
+                            "(month 01-12, a day that exists, hour 00-23)") from None
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+
+
+# --- changefreq and priority (§1.5, §1.6) -------------------------------------------------------
+
+
+def normalize_changefreq(raw: str | None) -> str | None:
+    """One of the seven values, lower case; empty means none."""
+    if raw is None or not raw.strip():
+        return None
+    value = raw.strip().lower()
+    if value not in CHANGEFREQS:
+        raise ProtocolError("changefreq", raw, f"must be one of {', '.join(CHANGEFREQS)}")
+    return value
+
+
+_DECIMAL = re.compile(r"\d*\.?\d*")
+
+
+def normalize_priority(raw: str | float | None) -> float | None:
+    """A decimal from 0.0 to 1.0 with at most three decimal places; empty means none."""
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        text = raw.strip()
+        if not text:
+            return None
+        if not _DECIMAL.fullmatch(text) or text == ".":
+            raise ProtocolError("priority", raw, "must be a decimal number from 0.0 to 1.0")
+        value = float(text)
+    else:
+        value = float(raw)
+    if math.isnan(value) or not 0.0 <= value <= 1.0:
+        raise ProtocolError("priority", raw, "must be from 0.0 to 1.0 (0.5 is the default)")
+    if round(value, 3) != value:
+        raise ProtocolError("priority", raw, "may have at most three decimal places")
+    return value
+
+
+def format_priority(value: float) -> str:
+    """`0.8`, `1.0`, `0.65`: one decimal place where that is exact, else as few as needed."""
+    if round(value, 1) == value:
+        return f"{value:.1f}"
+    return f"{value:.3f}".rstrip("0")
+
+
+# --- Extensions (§4) ----------------------------------------------------------------------------
+
+_HREFLANG = re.compile(r"x-default|[a-z]{2,3}(?:-[a-z]{4})?(?:-(?:[a-z]{2}|\d{3}))?", re.IGNORECASE)
+
+
+def normalize_hreflang(raw: str) -> str:
+    """`x-default`, or an ISO 639-1 language with an optional script and region: `de`, `de-CH`."""
+    value = (raw or "").strip()
+    if not _HREFLANG.fullmatch(value):
+        raise ProtocolError("hreflang", raw, "must be a language code such as en, de-CH, "
+                            "zh-Hant or x-default")
+    pieces = value.split("-")
+    if value.lower() == "x-default":
+        return "x-default"
+    out = [pieces[0].lower()]
+    for piece in pieces[1:]:
+        out.append(piece.title() if len(piece) == 4 else piece.upper())
+    return "-".join(out)

@@ -1,0 +1,15 @@
+"""Sitemap files: `build` writes XML, `publish` stores sets atomically, `generate` ties them to the database."""
+
+from __future__ import annotations
+
+from flask import Flask, current_app
+
+from webapp.sitemaps.publish import SitemapStore
+
+
+def init_app(app: Flask) -> None:
+    app.extensions["sitemap_store"] = SitemapStore(app.config["SITEMAPS_DIR"])
+
+
+def get_store(app: Flask | None = None) -> SitemapStore:
+    return (app or current_app).extensions["sitemap_store"]

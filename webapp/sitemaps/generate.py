@@ -1,0 +1,154 @@
+"""Turning a site's stored URLs into a published sitemap set.
+
+Rows are streamed with SQLAlchemy Core (no ORM object per URL) in id order, so memory stays
+bounded whatever the size of the site and every file holds a contiguous id range; the range and
+digest recorded per file are what incremental regeneration builds on.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Connection, exists, select
+from sqlalchemy.orm import Session
+
+from webapp.models import Generation, GenerationFile, Site, Url, UrlAlternate, UrlImage, utcnow
+from webapp.protocol import directory, normalize_lastmod
+from webapp.sitemaps.build import (
+    BuiltFile,
+    Limits,
+    UrlsetWriter,
+    alternate_fragment,
+    image_fragment,
+    url_fragment,
+    urlset_open,
+    write_index,
+)
+from webapp.sitemaps.publish import SitemapStore
+
+STREAM_OPTIONS = {"stream_results": True, "yield_per": 10_000}
+
+
+@dataclass(frozen=True)
+class Published:
+    files: list[BuiltFile]
+    url_count: int
+    published: bool
+
+    @property
+    def bytes(self) -> int:
+        return sum(f.bytes for f in self.files)
+
+
+def _live_urls(site_id: int):
+    return (Url.site_id == site_id, Url.deleted_at.is_(None))
+
+
+def _grouped(rows, render) -> Iterator[tuple[int, str]]:
+    """(url id, concatenated fragments) from rows ordered by url id."""
+    for url_id, group in itertools.groupby(rows, key=lambda row: row[0]):
+        yield url_id, "".join(render(*row[1:]) for row in group)
+
+
+def _extension_streams(connection: Connection, site_id: int, images: bool, alternates: bool):
+    streams = []
+    if images:
+        rows = connection.execute(
+            select(UrlImage.url_id, UrlImage.loc, UrlImage.title, UrlImage.caption)
+            .join(Url, Url.id == UrlImage.url_id).where(*_live_urls(site_id))
+            .order_by(UrlImage.url_id, UrlImage.position, UrlImage.id),
+            execution_options=STREAM_OPTIONS)
+        streams.append(_grouped(rows, image_fragment))
+    if alternates:
+        rows = connection.execute(
+            select(UrlAlternate.url_id, UrlAlternate.hreflang, UrlAlternate.href)
+            .join(Url, Url.id == UrlAlternate.url_id).where(*_live_urls(site_id))
+            .order_by(UrlAlternate.url_id, UrlAlternate.hreflang),
+            execution_options=STREAM_OPTIONS)
+        streams.append(_grouped(rows, alternate_fragment))
+    return streams
+
+
+def url_entries(connection: Connection, site: Site, images: bool = False,
+                alternates: bool = False) -> Iterator[tuple[int, str]]:
+    """(url id, `<url>` fragment) for every live URL of the site, in id order."""
+    default_changefreq, default_priority = site.default_changefreq, site.default_priority
+    rows = connection.execute(
+        select(Url.id, Url.loc, Url.lastmod, Url.changefreq, Url.priority)
+        .where(*_live_urls(site.id)).order_by(Url.id), execution_options=STREAM_OPTIONS)
+    streams = _extension_streams(connection, site.id, images, alternates)
+    if not streams:
+        for url_id, loc, lastmod, changefreq, priority in rows:
+            yield url_id, url_fragment(loc, lastmod, changefreq or default_changefreq,
+                                       default_priority if priority is None else priority)
+        return
+    pending = [next(stream, None) for stream in streams]
+    for url_id, loc, lastmod, changefreq, priority in rows:
+        extensions = ""
+        for i, stream in enumerate(streams):
+            while pending[i] is not None and pending[i][0] < url_id:
+                pending[i] = next(stream, None)
+            if pending[i] is not None and pending[i][0] == url_id:
+                extensions += pending[i][1]
+                pending[i] = next(stream, None)
+        yield url_id, url_fragment(loc, lastmod, changefreq or default_changefreq,
+                                   default_priority if priority is None else priority, extensions)
+
+
+def _uses(session: Session, site_id: int, model) -> bool:
+    return bool(session.scalar(select(exists().where(
+        model.url_id == Url.id, *_live_urls(site_id)))))
+
+
+def _previous_files(session: Session, site_id: int) -> dict[str, GenerationFile]:
+    latest = session.scalar(
+        select(Generation.id).where(Generation.site_id == site_id, Generation.status == "succeeded")
+        .order_by(Generation.id.desc()).limit(1))
+    if latest is None:
+        return {}
+    files = session.scalars(select(GenerationFile).where(GenerationFile.generation_id == latest))
+    return {f.name: f for f in files}
+
+
+def _rename(folder, built: BuiltFile, name: str) -> None:
+    os.replace(folder / built.name, folder / name)
+    os.replace(folder / f"{built.name}.gz", folder / f"{name}.gz")
+    built.name = name
+
+
+def generate_site(session: Session, site: Site, generation: Generation, store: SitemapStore,
+                  limits: Limits | None = None, now: datetime | None = None) -> Published:
+    """Write, record and publish a full sitemap set for `site`; the caller commits."""
+    limits = limits or Limits(max_urls=site.max_urls_per_file)
+    stamp = normalize_lastmod(now or utcnow())
+    entry_name = site.sitemap_url.rsplit("/", 1)[-1]
+    images = _uses(session, site.id, UrlImage)
+    alternates = _uses(session, site.id, UrlAlternate)
+    previous = _previous_files(session, site.id)
+    with store.staging(site.id, generation.id) as folder:
+        writer = UrlsetWriter(folder, entry_name.removesuffix(".xml"),
+                              urlset_open(images, alternates), limits)
+        files = writer.write(url_entries(session.connection(), site, images, alternates))
+        for built in files:
+            before = previous.get(built.name)
+            built.lastmod = before.lastmod if before and before.sha256 == built.sha256 else stamp
+        if len(files) == 1:
+            _rename(folder, files[0], entry_name)
+        elif files:
+            base = directory(site.sitemap_url)
+            index = write_index(folder, entry_name,
+                                [(base + f.name, f.lastmod) for f in files], limits)
+            index.lastmod = stamp
+            files.append(index)
+        session.add_all(GenerationFile(
+            generation_id=generation.id, name=f.name, kind=f.kind, url_count=f.url_count,
+            bytes=f.bytes, gzip_bytes=f.gzip_bytes, sha256=f.sha256, first_url_id=f.first_url_id,
+            last_url_id=f.last_url_id, lastmod=f.lastmod) for f in files)
+        session.flush()
+        published = store.publish(site.id, generation.id, folder)
+    url_count = sum(f.url_count for f in files if f.kind == "urlset")
+    return Published(files, url_count, published)

@@ -1,0 +1,129 @@
+"""Sites: creating them, finding them, and changing their settings one validated field at a time."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from webapp.errors import InvalidValue, NotFound
+from webapp.models import Site, Url
+from webapp.protocol import (
+    MAX_URLS_PER_FILE,
+    check_encoding,
+    check_site_scope,
+    normalize_base_url,
+    normalize_changefreq,
+    normalize_priority,
+    normalize_sitemap_url,
+)
+
+_SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+
+
+def find_site(session: Session, ref: str | int) -> Site:
+    """A site by slug or numeric id."""
+    text = str(ref).strip()
+    site = session.scalar(select(Site).where(Site.slug == text))
+    if site is None and text.isdigit():
+        site = session.get(Site, int(text))
+    if site is None:
+        raise NotFound(f"no site with slug or id {text!r}")
+    return site
+
+
+def _check_name(value: str) -> str:
+    value = value.strip()
+    if not value or len(value) > 200:
+        raise InvalidValue("name", value, "must be 1 to 200 characters")
+    return value
+
+
+def _check_slug(value: str) -> str:
+    value = value.strip()
+    if not _SLUG.fullmatch(value):
+        raise InvalidValue("slug", value, "must be 1 to 64 lower-case letters, digits or '-', "
+                           "starting with a letter or digit")
+    return value
+
+
+def _check_max_urls(value: str) -> int:
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        number = 0
+    if not 1 <= number <= MAX_URLS_PER_FILE:
+        raise InvalidValue("max_urls_per_file", value,
+                           f"must be a whole number from 1 to {MAX_URLS_PER_FILE}")
+    return number
+
+
+def _slug_from(session: Session, name: str) -> str:
+    base = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:56] or "site"
+    slug, n = base, 1
+    while session.scalar(select(Site.id).where(Site.slug == slug)) is not None:
+        n += 1
+        slug = f"{base}-{n}"
+    return slug
+
+
+# Each setting: how to read it from text, and how to show it as text.
+SETTINGS: dict[str, tuple[Callable[[str], object], Callable[[object], str]]] = {
+    "name": (_check_name, str),
+    "slug": (_check_slug, str),
+    "base_url": (str, str),  # normalised with the encoding, in update_site
+    "sitemap_url": (str, str),
+    "encoding": (check_encoding, str),
+    "default_changefreq": (normalize_changefreq, lambda v: v or ""),
+    "default_priority": (normalize_priority, lambda v: "" if v is None else str(v)),
+    "max_urls_per_file": (_check_max_urls, str),
+}
+
+
+def site_settings(site: Site) -> dict[str, str]:
+    """Every setting as text, in the form `sites set` accepts back."""
+    return {name: show(getattr(site, name)) for name, (_, show) in SETTINGS.items()}
+
+
+def update_site(session: Session, site: Site, changes: Mapping[str, str]) -> str | None:
+    """Validate every change first, then apply them all; return a warning worth showing."""
+    unknown = sorted(set(changes) - set(SETTINGS))
+    if unknown:
+        raise InvalidValue("setting", unknown[0], f"is not a site setting; settings are "
+                           f"{', '.join(SETTINGS)}")
+    values = {name: SETTINGS[name][0](raw) for name, raw in changes.items()}
+    encoding = values.get("encoding", site.encoding)
+    base_url = normalize_base_url(changes.get("base_url", site.base_url), encoding)
+    sitemap_url = normalize_sitemap_url(changes.get("sitemap_url", site.sitemap_url), encoding)
+    warning = check_site_scope(base_url, sitemap_url)
+    if "slug" in values and values["slug"] != site.slug:
+        taken = session.scalar(select(Site.id).where(Site.slug == values["slug"]))
+        if taken is not None:
+            raise InvalidValue("slug", values["slug"], "is already used by another site")
+    if base_url != site.base_url and site.id is not None:
+        outside = session.scalar(select(func.count()).select_from(Url).where(
+            Url.site_id == site.id, Url.deleted_at.is_(None),
+            ~Url.loc.startswith(base_url, autoescape=True)))
+        if outside:
+            raise InvalidValue("base_url", base_url, f"would leave {outside} stored URLs outside "
+                               "the site; delete them first or choose a wider base URL")
+    values["base_url"], values["sitemap_url"] = base_url, sitemap_url
+    for name, value in values.items():
+        setattr(site, name, value)
+    return warning
+
+
+def create_site(session: Session, name: str, base_url: str, sitemap_url: str | None = None,
+                encoding: str = "utf-8") -> tuple[Site, str | None]:
+    """A new site; its sitemap defaults to `<base_url>sitemap.xml`."""
+    encoding = check_encoding(encoding)
+    base = normalize_base_url(base_url, encoding)
+    site = Site(name=_check_name(name), slug=_slug_from(session, name), base_url=base,
+                sitemap_url=base + "sitemap.xml", encoding=encoding,
+                max_urls_per_file=MAX_URLS_PER_FILE)
+    warning = update_site(session, site, {"sitemap_url": sitemap_url or base + "sitemap.xml"})
+    session.add(site)
+    session.flush()
+    return site, warning
