@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PORT ?= 5000
+export PORT
 STAMP := $(VENV)/.installed-stamp
 
 .PHONY: install run test bench clean

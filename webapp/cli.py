@@ -68,7 +68,7 @@ def sites_list():
     """One line per site: id, slug, live URL count, sitemap URL."""
     with session_scope() as session:
         counts = dict(session.execute(select(Url.site_id, func.count()).where(
-            Url.deleted_at.is_(None)).group_by(Url.site_id)).tuples())
+            Url.deleted_at.is_(None)).group_by(Url.site_id)).all())
         for site in session.scalars(select(Site).order_by(Site.id)):
             click.echo(f"{site.id}\t{site.slug}\t{counts.get(site.id, 0)} URLs\t{site.sitemap_url}")
 

@@ -8,7 +8,8 @@ class InvalidValue(ValueError):
 
     def __init__(self, field: str, value: object, rule: str):
         self.field, self.value, self.rule = field, value, rule
-        shown = value if isinstance(value, str) and len(value) <= 80 else f"{str(value)[:77]}..."
+        text = value if isinstance(value, str) else str(value)
+        shown = text if len(text) <= 80 else f"{text[:77]}..."
         super().__init__(f"{field} {shown!r}: {rule}")
 
 

@@ -8,6 +8,7 @@ The rules and their sources are in PROTOCOL.md; section numbers below refer to i
 from __future__ import annotations
 
 import codecs
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -68,7 +69,7 @@ _NEEDS_PERCENT = {
     "path": re.compile(f"[^{_PATH_OK}%]+|%(?![0-9A-Fa-f]{{2}})"),
     "query": re.compile(f"[^{_PATH_OK}?%]+|%(?![0-9A-Fa-f]{{2}})"),
 }
-_LOWER_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_LOWER_ESCAPE = re.compile(r"%(?:[a-f][0-9a-fA-F]|[0-9A-F][a-f])")
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
 _HOST_OK = re.compile(r"[a-z0-9.\-]+|[0-9a-f:.]*:[0-9a-f:.]*")
 
@@ -76,27 +77,50 @@ _HOST_OK = re.compile(r"[a-z0-9.\-]+|[0-9a-f:.]*:[0-9a-f:.]*")
 def check_encoding(name: str) -> str:
     """A character encoding Python knows, returned under its canonical name."""
     try:
-        return codecs.lookup(name.strip()).name
+        codec = codecs.lookup(name.strip())
     except LookupError:
+        codec = None
+    # base64, rot13, zlib and friends are codecs but do not turn text into bytes.
+    if codec is None or not getattr(codec, "_is_text_encoding", True):
         raise ProtocolError("encoding", name, "is not a character encoding this server knows "
-                            "(examples: utf-8, euc-jp, shift_jis)") from None
+                            "(examples: utf-8, euc-jp, shift_jis)")
+    return codec.name
 
 
 def _percent_encode(part: str, kind: str, encoding: str, field: str) -> str:
     """Percent-encode what RFC 3986 does not allow, leaving valid %XX escapes as they are."""
 
     def encode_run(match: re.Match[str]) -> str:
-        run = match.group(0)
         try:
-            raw = run.encode(encoding)
+            raw = match.group(0).encode(encoding)
         except UnicodeEncodeError:
             raise ProtocolError(field, part, f"has characters that {encoding} cannot encode") from None
-        return "".join(f"%{byte:02X}" for byte in raw)
+        return "%" + raw.hex("%").upper()
 
-    part = _NEEDS_PERCENT[kind].sub(encode_run, part)
-    if "%" in part:
+    if "%" in part:  # RFC 3986 prefers upper-case hex in escapes that are already there
         part = _LOWER_ESCAPE.sub(lambda m: m.group(0).upper(), part)
-    return part
+    return _NEEDS_PERCENT[kind].sub(encode_run, part)
+
+
+def remove_dot_segments(path: str) -> str:
+    """Resolve `.` and `..` as RFC 3986 section 5.2.4 does, so scope checks see the real path."""
+    if "." not in path:
+        return path
+    output: list[str] = []
+    segments = path.split("/")
+    for i, segment in enumerate(segments):
+        last = i == len(segments) - 1
+        if segment == "..":
+            if len(output) > 1:
+                output.pop()
+            if last:
+                output.append("")
+        elif segment == ".":
+            if last:
+                output.append("")
+        else:
+            output.append(segment)
+    return "/".join(output) or "/"
 
 
 def _split(field: str, raw: str) -> SplitResult:
@@ -131,10 +155,22 @@ def _split(field: str, raw: str) -> SplitResult:
     return SplitResult(scheme, netloc, parts.path, parts.query, parts.fragment)
 
 
+# A URL already in the form normalize_url returns: lower-case scheme and host, no port, only
+# characters RFC 3986 allows, upper-case escapes. Most imported URLs are; they skip urlsplit.
+_CANONICAL = re.compile(
+    r"https?://[a-z0-9\-]+(?:\.[a-z0-9\-]+)*"
+    r"(?:/(?:[A-Za-z0-9\-_~!$&'()*+,;=:@/]|%[0-9A-F]{2}|\.(?![./?#]|$))*)?"
+    r"(?:\?(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?]|%[0-9A-F]{2})*)?"
+)
+
+
 def normalize_url(raw: str, encoding: str = "utf-8", field: str = "loc") -> str:
     """An absolute http(s) URL, RFC 3986-encoded; already-encoded input comes back unchanged."""
+    if isinstance(raw, str) and _CANONICAL.fullmatch(raw) and "/." not in raw:
+        if MIN_LOC_LENGTH <= len(raw) <= MAX_LOC_LENGTH and raw.count("/") > 2:
+            return raw
     parts = _split(field, raw)
-    path = _percent_encode(parts.path or "/", "path", encoding, field)
+    path = _percent_encode(remove_dot_segments(parts.path or "/"), "path", encoding, field)
     query = _percent_encode(parts.query, "query", encoding, field)
     fragment = _percent_encode(parts.fragment, "query", encoding, field)
     url = urlunsplit((parts.scheme, parts.netloc, path, query, fragment))
@@ -229,11 +265,22 @@ def normalize_lastmod(raw: str | date | None) -> str | None:
     is converted to UTC and fractions of a second are dropped. A time without a zone is taken as
     UTC, because W3C Datetime requires a zone and UTC is the only reading that needs no guess.
     """
+    if isinstance(raw, str):
+        return _normalize_lastmod_text(raw)
+    return _normalize_lastmod(raw)
+
+
+@functools.lru_cache(maxsize=65536)
+def _normalize_lastmod_text(raw: str) -> str | None:
+    # Imports repeat the same dates many times over; the cache makes a repeat a dict lookup.
+    return _normalize_lastmod(raw)
+
+
+def _normalize_lastmod(raw: str | date | None) -> str | None:
     if raw is None:
         return None
     if isinstance(raw, datetime):
-        moment = raw if raw.tzinfo else raw.replace(tzinfo=UTC)
-        return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+        return _utc_text(raw if raw.tzinfo else raw.replace(tzinfo=UTC), raw)
     if isinstance(raw, date):
         return raw.isoformat()
     text = raw.strip()
@@ -259,14 +306,28 @@ def normalize_lastmod(raw: str | date | None) -> str | None:
     except ValueError:
         raise ProtocolError("lastmod", raw, "is not a real date and time "
                             "(month 01-12, a day that exists, hour 00-23)") from None
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+    return _utc_text(moment, raw)
+
+
+def _utc_text(moment: datetime, raw: object) -> str:
+    try:
+        utc = moment.astimezone(UTC)
+    except OverflowError:
+        raise ProtocolError("lastmod", raw, "falls outside the years 0001 to 9999 in UTC") from None
+    # isoformat pads the year to four digits where strftime("%Y") does not.
+    return utc.replace(microsecond=0, tzinfo=None).isoformat() + "+00:00"
 
 
 # --- changefreq and priority (§1.5, §1.6) -------------------------------------------------------
 
 
+_CHANGEFREQ_EXACT = {value: value for value in CHANGEFREQS} | {"": None}
+
+
 def normalize_changefreq(raw: str | None) -> str | None:
     """One of the seven values, lower case; empty means none."""
+    if raw in _CHANGEFREQ_EXACT:
+        return _CHANGEFREQ_EXACT[raw]
     if raw is None or not raw.strip():
         return None
     value = raw.strip().lower()
@@ -280,6 +341,17 @@ _DECIMAL = re.compile(r"\d*\.?\d*")
 
 def normalize_priority(raw: str | float | None) -> float | None:
     """A decimal from 0.0 to 1.0 with at most three decimal places; empty means none."""
+    if isinstance(raw, str):
+        return _normalize_priority_text(raw)
+    return _normalize_priority(raw)
+
+
+@functools.lru_cache(maxsize=4096)
+def _normalize_priority_text(raw: str) -> float | None:
+    return _normalize_priority(raw)
+
+
+def _normalize_priority(raw: str | float | None) -> float | None:
     if raw is None:
         return None
     if isinstance(raw, str):
@@ -307,7 +379,8 @@ def format_priority(value: float) -> str:
 
 # --- Extensions (§4) ----------------------------------------------------------------------------
 
-_HREFLANG = re.compile(r"x-default|[a-z]{2,3}(?:-[a-z]{4})?(?:-(?:[a-z]{2}|\d{3}))?", re.IGNORECASE)
+_HREFLANG = re.compile(r"x-default|[a-z]{2,3}(?:-[a-z]{4})?(?:-(?:[a-z]{2}|\d{3}))?",
+                       re.IGNORECASE | re.ASCII)
 
 
 def normalize_hreflang(raw: str) -> str:

@@ -82,6 +82,13 @@ SETTINGS: dict[str, tuple[Callable[[str], object], Callable[[object], str]]] = {
 }
 
 
+def _parse_setting(name: str, raw: str) -> object:
+    try:
+        return SETTINGS[name][0](raw)
+    except InvalidValue as exc:  # the URL rules name URL fields; say which setting it was
+        raise InvalidValue(name, exc.value, exc.rule) from None
+
+
 def site_settings(site: Site) -> dict[str, str]:
     """Every setting as text, in the form `sites set` accepts back."""
     return {name: show(getattr(site, name)) for name, (_, show) in SETTINGS.items()}
@@ -93,7 +100,7 @@ def update_site(session: Session, site: Site, changes: Mapping[str, str]) -> str
     if unknown:
         raise InvalidValue("setting", unknown[0], f"is not a site setting; settings are "
                            f"{', '.join(SETTINGS)}")
-    values = {name: SETTINGS[name][0](raw) for name, raw in changes.items()}
+    values = {name: _parse_setting(name, raw) for name, raw in changes.items()}
     encoding = values.get("encoding", site.encoding)
     base_url = normalize_base_url(changes.get("base_url", site.base_url), encoding)
     sitemap_url = normalize_sitemap_url(changes.get("sitemap_url", site.sitemap_url), encoding)

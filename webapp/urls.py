@@ -80,7 +80,6 @@ def save_url(session: Session, site: Site, loc: str, fields: dict[str, str | Non
     if alternate_map is not None:
         url.alternates = [UrlAlternate(hreflang=lang, href=href)
                           for lang, href in sorted(alternate_map.items())]
-    url.updated_at = utcnow()
     session.flush()
     return url, created
 

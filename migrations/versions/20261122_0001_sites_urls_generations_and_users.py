@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-22 02:39:37.514554
+Create Date: 2026-11-22 02:47:48.372398
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ def upgrade() -> None:
     sa.Column('default_changefreq', sa.String(length=7), nullable=True),
     sa.Column('default_priority', sa.Float(), nullable=True),
     sa.Column('max_urls_per_file', sa.Integer(), nullable=False),
-    sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
-    sa.Column('updated_at', sa.DateTime(timezone=True), nullable=False),
+    sa.Column('created_at', sa.DateTime(timezone=True), server_default=sa.func.now(), nullable=False),
+    sa.Column('updated_at', sa.DateTime(timezone=True), server_default=sa.func.now(), nullable=False),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_sites')),
     sa.UniqueConstraint('slug', name=op.f('uq_sites_slug'))
     )
@@ -38,8 +38,8 @@ def upgrade() -> None:
     sa.Column('email', sa.String(length=254), nullable=False),
     sa.Column('password_hash', sa.String(length=255), nullable=False),
     sa.Column('role', sa.String(length=16), nullable=False),
-    sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
-    sa.Column('updated_at', sa.DateTime(timezone=True), nullable=False),
+    sa.Column('created_at', sa.DateTime(timezone=True), server_default=sa.func.now(), nullable=False),
+    sa.Column('updated_at', sa.DateTime(timezone=True), server_default=sa.func.now(), nullable=False),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_users')),
     sa.UniqueConstraint('email', name=op.f('uq_users_email'))
     )
@@ -67,8 +67,8 @@ def upgrade() -> None:
     sa.Column('changefreq', sa.String(length=7), nullable=True),
     sa.Column('priority', sa.Float(), nullable=True),
     sa.Column('deleted_at', sa.DateTime(timezone=True), nullable=True),
-    sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
-    sa.Column('updated_at', sa.DateTime(timezone=True), nullable=False),
+    sa.Column('created_at', sa.DateTime(timezone=True), server_default=sa.func.now(), nullable=False),
+    sa.Column('updated_at', sa.DateTime(timezone=True), server_default=sa.func.now(), nullable=False),
     sa.ForeignKeyConstraint(['site_id'], ['sites.id'], name=op.f('fk_urls_site_id_sites'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_urls')),
     sa.UniqueConstraint('site_id', 'loc', name=op.f('uq_urls_site_id_loc'))

@@ -1,0 +1,210 @@
+"""Time a full sitemap generation against a floor, and measure peak memory.
+
+    python bench/generate.py --urls 100000 1000000
+
+For each N: build a synthetic site of N URLs (some with `&`, quotes, percent-encoded non-ASCII)
+in a fresh SQLite database; then, each in a fresh child process, (1) the app's generation
+(`jobs.regenerate`: XML files, gzip twins, index, atomic publish) and (2) a floor: a bare loop
+that reads the same rows with the sqlite3 module and writes the same XML files with plain string
+formatting and gzip level 6 twins. Both outputs are compared byte for byte, so the floor does the
+same work. Prints seconds, ratio, and peak RSS of each child.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+BASE = "https://shop.example.com/"
+CHANGEFREQS = ("daily", "weekly", "monthly", None)
+PRIORITIES = (0.8, 0.5, None, 0.3)
+ENCODED = "%E3%82%B5%E3%82%A4%E3%83%88%E3%83%9E%E3%83%83%E3%83%97"  # サイトマップ in UTF-8
+
+
+def synthetic_loc(n: int) -> str:
+    if n % 10 == 0:
+        return f"{BASE}search?q=item-{n}&sort=price&page=2"
+    if n % 7 == 0:
+        return f"{BASE}products/{n}/o'brien-{n}"
+    if n % 5 == 0:
+        return f"{BASE}{ENCODED}/{n}"
+    return f"{BASE}products/category-{n % 97}/item-{n}.html"
+
+
+def synthetic_lastmod(n: int) -> str | None:
+    if n % 3 == 0:
+        return None
+    day = 1 + n % 28
+    return f"2026-03-{day:02d}" if n % 2 else f"2026-03-{day:02d}T10:{n % 60:02d}:00+00:00"
+
+
+def build_database(path: Path, urls: int) -> None:
+    """A migrated database with one site and `urls` URLs, inserted directly for speed."""
+    from tests.conftest import migrate
+    from webapp.models import utcnow
+
+    migrate(f"sqlite:///{path}")
+    now = utcnow().isoformat(sep=" ")
+    with sqlite3.connect(path) as con:
+        con.execute(
+            "INSERT INTO sites (id, slug, name, base_url, sitemap_url, encoding, max_urls_per_file,"
+            " created_at, updated_at) VALUES (1, 'shop', 'Shop', ?, ?, 'utf-8', 50000, ?, ?)",
+            (BASE, BASE + "sitemap.xml", now, now))
+        con.executemany(
+            "INSERT INTO urls (site_id, loc, lastmod, changefreq, priority, created_at, updated_at)"
+            " VALUES (1, ?, ?, ?, ?, ?, ?)",
+            ((synthetic_loc(n), synthetic_lastmod(n), CHANGEFREQS[n % 4], PRIORITIES[n % 4], now, now)
+             for n in range(urls)))
+
+
+def run_app(db: Path, out: Path) -> dict:
+    from webapp import create_app, jobs
+
+    app = create_app({"DATABASE_URL": f"sqlite:///{db}", "SECRET_KEY": "bench",
+                      "INSTANCE_PATH": str(out), "SITEMAPS_DIR": str(out / "sitemaps")})
+    started = time.perf_counter()
+    generation = jobs.regenerate(1, app)
+    seconds = time.perf_counter() - started
+    assert generation.status == "succeeded", generation.error
+    folder = app.extensions["sitemap_store"].current_folder(1)
+    return {"seconds": seconds, "folder": str(folder), "files": generation.file_count}
+
+
+def _escape(text: str) -> str:
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;").replace("'", "&apos;"))
+
+
+def _priority(value: float) -> str:
+    return f"{value:.1f}" if round(value, 1) == value else f"{value:.3f}".rstrip("0")
+
+
+def run_floor(db: Path, out: Path) -> dict:
+    """The bare loop: sqlite3 rows, string formatting, plain file and gzip twin, one thread."""
+    started = time.perf_counter()
+    header = ('<?xml version="1.0" encoding="UTF-8"?>\n'
+              '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n').encode()
+    con = sqlite3.connect(db)
+    rows = con.execute("SELECT id, loc, lastmod, changefreq, priority FROM urls"
+                       " WHERE site_id = 1 AND deleted_at IS NULL ORDER BY id")
+    out.mkdir(parents=True, exist_ok=True)
+    files = 0
+    plain = packed = raw = None
+    parts: list[str] = []
+
+    def close():
+        chunk = ("".join(parts) + "</urlset>\n").encode()
+        plain.write(chunk)
+        packed.write(chunk)
+        plain.close()
+        packed.close()
+        raw.close()
+        parts.clear()
+
+    count = 0
+    for _id, loc, lastmod, changefreq, priority in rows:
+        if plain is None or count == 50_000:
+            if plain is not None:
+                close()
+            files += 1
+            name = out / f"sitemap-{files}.xml"
+            plain, raw = open(name, "wb"), open(f"{name}.gz", "wb")
+            packed = gzip.GzipFile(filename="", mode="wb", compresslevel=6, mtime=0, fileobj=raw)
+            plain.write(header)
+            packed.write(header)
+            count = 0
+        line = f"<url><loc>{_escape(loc)}</loc>"
+        if lastmod:
+            line += f"<lastmod>{lastmod}</lastmod>"
+        if changefreq:
+            line += f"<changefreq>{changefreq}</changefreq>"
+        if priority is not None:
+            line += f"<priority>{_priority(priority)}</priority>"
+        parts.append(line + "</url>\n")
+        count += 1
+        if len(parts) == 5000:
+            chunk = "".join(parts).encode()
+            plain.write(chunk)
+            packed.write(chunk)
+            parts.clear()
+    close()
+    con.close()
+    return {"seconds": time.perf_counter() - started, "folder": str(out), "files": files}
+
+
+def child(kind: str, db: str, out: str) -> None:
+    result = (run_app if kind == "app" else run_floor)(Path(db), Path(out))
+    result["peak_mb"] = peak_rss_mb()
+    print(json.dumps(result))
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory. ru_maxrss would also count the parent's peak,
+    which a child keeps across fork and exec; VmHWM belongs to this address space alone."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
+
+
+def measure(kind: str, db: Path, out: Path) -> dict:
+    done = subprocess.run([sys.executable, __file__, "--child", kind, str(db), str(out)],
+                          capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"the {kind} run failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def same_output(app_folder: Path, floor_folder: Path) -> bool:
+    names = sorted(p.name for p in floor_folder.iterdir())
+    if len(names) == 2:  # one file: the app names it after the sitemap URL
+        renamed = {"sitemap-1.xml": "sitemap.xml", "sitemap-1.xml.gz": "sitemap.xml.gz"}
+        return all((app_folder / renamed[n]).read_bytes() == (floor_folder / n).read_bytes()
+                   for n in names)
+    return all((app_folder / n).read_bytes() == (floor_folder / n).read_bytes() for n in names)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--urls", type=int, nargs="+", default=[100_000])
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(*args.child)
+        return
+    print(f"{'urls':>10} {'app s':>8} {'floor s':>8} {'ratio':>6} {'app MB':>7} {'floor MB':>8}"
+          f" {'files':>5}  same bytes")
+    peaks = {}
+    for urls in args.urls:
+        with tempfile.TemporaryDirectory(prefix="bench-generate-") as tmp:
+            tmp_path = Path(tmp)
+            db = tmp_path / "bench.db"
+            build_database(db, urls)
+            floor = measure("floor", db, tmp_path / "floor")
+            app = measure("app", db, tmp_path / "app")
+            same = same_output(Path(app["folder"]), Path(floor["folder"]))
+        peaks[urls] = app["peak_mb"]
+        print(f"{urls:>10} {app['seconds']:>8.2f} {floor['seconds']:>8.2f} "
+              f"{app['seconds'] / floor['seconds']:>6.2f} {app['peak_mb']:>7.1f} "
+              f"{floor['peak_mb']:>8.1f} {app['files']:>5}  {same}", flush=True)
+    if len(peaks) > 1:
+        smallest, largest = min(peaks), max(peaks)
+        growth = peaks[largest] / peaks[smallest] - 1
+        print(f"peak memory at {largest} URLs is {growth:+.1%} against {smallest} URLs")
+    print(f"(python {sys.version.split()[0]}, sqlite {sqlite3.sqlite_version}, "
+          f"{os.cpu_count()} cores)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,377 @@
+"""The `flask --app webapp` commands, run as a person would run them, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import gzip
+import re
+
+import pytest
+from sqlalchemy import select
+
+from tests.sitemap_schema import NS, locs, parse
+from webapp import create_app
+from webapp.models import Url
+from webapp.users import find_user, verify_password
+
+SHOP = "https://shop.example.com/"
+HEADER = "loc,lastmod,changefreq,priority\n"
+
+
+def assert_fails_cleanly(result, *words):
+    """One `Error: ...` line naming what was wrong, exit status 1, no traceback."""
+    assert isinstance(result.exception, SystemExit) and result.exit_code == 1, result.exception
+    assert "Traceback" not in result.output and result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith("Error: ")
+    for word in words:
+        assert word in result.stderr
+
+
+def shown(runner, ref):
+    result = runner.invoke(args=["sites", "show", ref])
+    assert result.exit_code == 0, result.output
+    return dict(line.split("=", 1) for line in result.stdout.splitlines())
+
+
+def live_urls(session):
+    """{loc: (lastmod, changefreq, priority)} of the URLs not deleted, as committed by commands."""
+    rows = session.execute(select(Url.loc, Url.lastmod, Url.changefreq, Url.priority)
+                           .where(Url.deleted_at.is_(None)).order_by(Url.loc)).all()
+    session.rollback()  # so that the next call sees what later commands commit
+    return {loc: tuple(fields) for loc, *fields in rows}
+
+
+def published_root(runner, slug, folder):
+    """The sitemap.xml of a fresh generation, exported into `folder` and checked by the schema."""
+    assert runner.invoke(args=["sitemaps", "generate", slug]).exit_code == 0
+    assert runner.invoke(args=["sitemaps", "export", slug, str(folder)]).exit_code == 0
+    return parse(folder / "sitemap.xml")
+
+
+def import_file(runner, slug, path, content):
+    path.write_bytes(content.encode() if isinstance(content, str) else content)
+    return runner.invoke(args=["urls", "import", slug, str(path)])
+
+
+@pytest.fixture
+def shop(runner):
+    result = runner.invoke(args=["sites", "create", "Shop", SHOP])
+    assert result.exit_code == 0, result.output
+    return result.stdout.strip()
+
+
+def test_creating_sites_prints_a_distinct_slug_for_each(runner):
+    first = runner.invoke(args=["sites", "create", "My Shop!", "https://shop.example.com"])
+    second = runner.invoke(args=["sites", "create", "My Shop!", f"{SHOP}b2b/"])
+
+    assert (first.exit_code, first.stdout, first.stderr) == (0, "my-shop\n", "")
+    assert (second.exit_code, second.stdout) == (0, "my-shop-2\n")
+    assert shown(runner, "my-shop-2")["sitemap_url"] == f"{SHOP}b2b/sitemap.xml"
+
+
+def test_a_sitemap_on_another_host_is_accepted_with_a_note_about_robots_txt(runner):
+    result = runner.invoke(args=["sites", "create", "Shop", SHOP,
+                                 "--sitemap-url", "https://cdn.example.net/shop/sitemap.xml"])
+
+    assert (result.exit_code, result.stdout) == (0, "shop\n")
+    assert result.stderr.startswith("Note: ") and f"{SHOP}robots.txt" in result.stderr
+    assert "'Sitemap: https://cdn.example.net/shop/sitemap.xml'" in result.stderr
+    assert shown(runner, "shop")["sitemap_url"] == "https://cdn.example.net/shop/sitemap.xml"
+
+
+@pytest.mark.parametrize(("args", "field"), [
+    (["ftp://shop.example.com/"], "base_url"),
+    ([SHOP, "--encoding", "klingon"], "encoding"),
+    ([SHOP, "--sitemap-url", f"{SHOP}maps"], "sitemap_url"),
+    ([f"{SHOP}en/", "--sitemap-url", f"{SHOP}en/maps/sitemap.xml"], "sitemap_url"),
+])
+def test_creating_a_site_with_a_bad_setting_fails_naming_it(runner, args, field):
+    assert_fails_cleanly(runner.invoke(args=["sites", "create", "Shop", *args]), f"Error: {field} ")
+    assert_fails_cleanly(runner.invoke(args=["sites", "show", "shop"]), "no site")
+
+
+def test_sites_list_shows_each_site_with_its_live_url_count(runner, shop):
+    runner.invoke(args=["sites", "create", "Blog", "https://blog.example.com/"])
+    for page in ("a", "b", "c"):
+        runner.invoke(args=["urls", "add", shop, f"{SHOP}{page}"])
+    runner.invoke(args=["urls", "delete", shop, f"{SHOP}c"])
+
+    result = runner.invoke(args=["sites", "list"])
+
+    assert result.exit_code == 0, result.exception
+    assert [line.split("\t")[1:] for line in result.stdout.splitlines()] == [
+        ["shop", "2 URLs", f"{SHOP}sitemap.xml"],
+        ["blog", "0 URLs", "https://blog.example.com/sitemap.xml"]]
+
+
+def test_sites_show_lists_every_setting_by_slug_and_by_id(runner, shop):
+    by_slug = shown(runner, shop)
+
+    assert by_slug == {"id": by_slug["id"], "name": "Shop", "slug": "shop", "base_url": SHOP,
+                       "sitemap_url": f"{SHOP}sitemap.xml", "encoding": "utf-8",
+                       "default_changefreq": "", "default_priority": "",
+                       "max_urls_per_file": "50000"}
+    assert by_slug["id"].isdigit() and shown(runner, by_slug["id"]) == by_slug
+    assert_fails_cleanly(runner.invoke(args=["sites", "show", "nope"]), "no site with slug or id")
+
+
+def test_sites_set_changes_several_settings_at_once(runner, shop):
+    result = runner.invoke(args=["sites", "set", shop, "name=Shop Two", "slug=shop-two",
+                                 "default_changefreq=Weekly", "default_priority=0.6",
+                                 "max_urls_per_file=1000"])
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ("updated name, slug, default_changefreq, default_priority, "
+                             "max_urls_per_file\n")
+    settings = shown(runner, "shop-two")
+    assert (settings["name"], settings["default_changefreq"], settings["default_priority"],
+            settings["max_urls_per_file"]) == ("Shop Two", "weekly", "0.6", "1000")
+
+
+@pytest.mark.parametrize(("bad", "words"), [
+    ("colour=blue", ["setting 'colour'", "is not a site setting"]),
+    ("default_priority=2", ["default_priority '2'", "from 0.0 to 1.0"]),
+    ("default_changefreq=sometimes", ["default_changefreq 'sometimes'", "must be one of"]),
+    ("max_urls_per_file=50001", ["max_urls_per_file '50001'"]),
+    ("slug=Not A Slug", ["slug 'Not A Slug'"]),
+    (f"sitemap_url={SHOP}maps/sitemap.xml", ["sitemap_url", "can only list"]),
+])
+def test_one_bad_setting_means_none_is_saved(runner, shop, bad, words):
+    before = shown(runner, shop)
+    assert_fails_cleanly(runner.invoke(args=["sites", "set", shop, "name=Renamed", bad]), *words)
+    assert shown(runner, shop) == before
+
+
+def test_a_base_url_that_would_leave_stored_urls_outside_is_refused(runner, shop):
+    runner.invoke(args=["urls", "add", shop, f"{SHOP}about"])
+    runner.invoke(args=["urls", "add", shop, f"{SHOP}en/about"])
+
+    result = runner.invoke(args=["sites", "set", shop, f"base_url={SHOP}en/"])
+
+    assert_fails_cleanly(result, "base_url", "would leave 1 stored URLs outside")
+    assert shown(runner, shop)["base_url"] == SHOP
+
+
+def test_urls_add_stores_every_field_and_a_second_add_updates(runner, shop, tmp_path):
+    loc = f"{SHOP}de/hose"
+    first = runner.invoke(args=[
+        "urls", "add", shop, loc, "--lastmod", "2024-05-01T10:00:00+02:00",
+        "--changefreq", "weekly", "--priority", "0.7",
+        "--image", "https://cdn.example.net/hose 1.jpg", "--image", "https://cdn.example.net/2.jpg",
+        "--alternate", f"de={loc}", "--alternate", "EN-gb=https://shop.example.co.uk/trousers"])
+    again = runner.invoke(args=["urls", "add", shop, loc, "--priority", "0.9"])
+
+    assert (first.exit_code, first.stdout) == (0, f"added {loc}\n")
+    assert (again.exit_code, again.stdout) == (0, f"updated {loc}\n")
+    root = published_root(runner, shop, tmp_path / "out")
+    assert locs(root) == [loc]
+    assert [root.xpath(f"//sm:{name}/text()", namespaces=NS) for name in
+            ("lastmod", "changefreq", "priority")] == [
+        ["2024-05-01T08:00:00+00:00"], ["weekly"], ["0.9"]]
+    assert root.xpath("//image:loc/text()", namespaces=NS) == [
+        "https://cdn.example.net/hose%201.jpg", "https://cdn.example.net/2.jpg"]
+    assert root.xpath("//xhtml:link/@hreflang", namespaces=NS) == ["de", "en-GB"]
+
+
+def test_a_deleted_url_leaves_the_next_generation(runner, shop, tmp_path):
+    for page in ("a", "b"):
+        runner.invoke(args=["urls", "add", shop, f"{SHOP}{page}"])
+
+    result = runner.invoke(args=["urls", "delete", shop, f"{SHOP}a"])
+
+    assert (result.exit_code, result.stdout) == (0, f"deleted {SHOP}a\n")
+    assert locs(published_root(runner, shop, tmp_path / "out")) == [f"{SHOP}b"]
+    for loc in (f"{SHOP}a", f"{SHOP}never"):
+        assert_fails_cleanly(runner.invoke(args=["urls", "delete", shop, loc]),
+                             f"{loc} is not a URL of site shop")
+
+
+def test_import_reports_counts_and_each_rejected_line(runner, shop, session, tmp_path):
+    result = import_file(runner, shop, tmp_path / "urls.csv", HEADER + (
+        f"{SHOP}a,2024-01-01,daily,0.5\n"
+        "\n"
+        "https://elsewhere.example.com/b,,,\n"
+        f"{SHOP}c,2024-13-01,,\n"
+        f"{SHOP}d,,sometimes,\n"
+        f"{SHOP}e,2024-02-01\n"
+        f"{SHOP}f,,,1.5\n"
+        f"{SHOP}g,,,\n"))
+
+    assert result.exit_code == 1
+    assert result.stdout == "added 2, updated 0, unchanged 0, rejected 5\n"
+    assert [line.split(": ", 2)[:2] for line in result.stderr.splitlines()] == [
+        ["line 4", "loc 'https://elsewhere.example.com/b'"], ["line 5", "lastmod '2024-13-01'"],
+        ["line 6", "changefreq 'sometimes'"], ["line 7", "has 2 fields; the header has 4"],
+        ["line 8", "priority '1.5'"]]
+    assert live_urls(session) == {f"{SHOP}a": ("2024-01-01", "daily", 0.5),
+                                  f"{SHOP}g": (None, None, None)}
+
+
+def test_importing_again_reports_what_changed(runner, shop, session, tmp_path):
+    path = tmp_path / "urls.csv"
+    import_file(runner, shop, path, HEADER + f"{SHOP}a,2024-01-01,daily,0.5\n"
+                f"{SHOP}b,2024-01-01,,0.5\n{SHOP}c,,,\n")
+    runner.invoke(args=["urls", "delete", shop, f"{SHOP}c"])
+
+    same = runner.invoke(args=["urls", "import", shop, str(path)])
+    changed = import_file(runner, shop, path, HEADER + f"{SHOP}a,2024-03-01,daily,0.5\n"
+                          f"{SHOP}b,2024-01-01,,0.8\n{SHOP}c,,,\n")
+    again = runner.invoke(args=["urls", "import", shop, str(path)])
+
+    assert [(r.exit_code, r.stdout) for r in (same, changed, again)] == [
+        (0, "added 1, updated 0, unchanged 2, rejected 0\n"),
+        (0, "added 0, updated 2, unchanged 1, rejected 0\n"),
+        (0, "added 0, updated 0, unchanged 3, rejected 0\n")]
+    assert live_urls(session) == {f"{SHOP}a": ("2024-03-01", "daily", 0.5),
+                                  f"{SHOP}b": ("2024-01-01", None, 0.8),
+                                  f"{SHOP}c": (None, None, None)}
+
+
+def test_a_plain_list_skips_blank_lines_and_comments(runner, shop, session, tmp_path):
+    result = import_file(runner, shop, tmp_path / "urls.txt", "# exported from the CMS\n"
+                         f"{SHOP}a\n\n   # old pages\n{SHOP}b\r\nshop.example.com/c\n")
+
+    assert (result.exit_code, result.stdout) == (1, "added 2, updated 0, unchanged 0, rejected 1\n")
+    assert result.stderr.startswith("line 6: loc 'shop.example.com/c': must be an absolute URL")
+    assert set(live_urls(session)) == {f"{SHOP}a", f"{SHOP}b"}
+
+
+@pytest.mark.parametrize("content", [
+    f"\ufeff{SHOP}a\n{SHOP}b\n",
+    f"\ufeffloc,priority\n{SHOP}a,0.5\n{SHOP}b,\n",
+])
+def test_a_byte_order_mark_is_ignored(runner, shop, session, tmp_path, content):
+    result = import_file(runner, shop, tmp_path / "urls.csv", content)
+    assert (result.exit_code, result.stdout) == (0, "added 2, updated 0, unchanged 0, rejected 0\n")
+    assert set(live_urls(session)) == {f"{SHOP}a", f"{SHOP}b"}
+
+
+def test_an_unknown_column_rejects_the_whole_file(runner, shop, session, tmp_path):
+    result = import_file(runner, shop, tmp_path / "urls.csv", f"loc,title\n{SHOP}a,Home\n")
+    assert_fails_cleanly(result, "line 1", "'title'", "loc, lastmod, changefreq, priority")
+    assert live_urls(session) == {}
+
+
+@pytest.mark.parametrize("good_lines", [
+    0,
+    1000,
+])
+def test_a_file_that_is_not_utf8_fails_in_one_line_and_stores_nothing(
+        runner, shop, session, tmp_path, good_lines):
+    content = "".join(f"{SHOP}p{n}\n" for n in range(good_lines)).encode()
+    result = import_file(runner, shop, tmp_path / "urls.txt",
+                         content + f"{SHOP}café\n".encode("latin-1"))
+    assert_fails_cleanly(result, "cannot be read as UTF-8")
+    assert live_urls(session) == {}
+
+
+def test_non_ascii_urls_are_stored_percent_encoded_in_the_site_encoding(runner, session, tmp_path):
+    created = runner.invoke(args=["sites", "create", "Shop", "http://www.example.jp/",
+                                  "--encoding", "euc-jp"])
+
+    result = import_file(runner, "shop", tmp_path / "urls.txt",
+                         "http://www.example.jp/search?サイトマップ\n")
+
+    assert created.exit_code == 0 and result.exit_code == 0, result.output
+    assert set(live_urls(session)) == {
+        "http://www.example.jp/search?%A5%B5%A5%A4%A5%C8%A5%DE%A5%C3%A5%D7"}
+
+
+def test_generate_prints_files_urls_and_bytes_and_export_copies_them(runner, shop, tmp_path):
+    for page in ("a", "b"):
+        runner.invoke(args=["urls", "add", shop, f"{SHOP}{page}"])
+
+    generated = runner.invoke(args=["sitemaps", "generate", shop])
+    exported = runner.invoke(args=["sitemaps", "export", shop, str(tmp_path / "out")])
+
+    match = re.fullmatch(r"shop: 1 files, 2 URLs, (\d+) bytes \(succeeded, generation \d+\)\n",
+                         generated.stdout)
+    assert generated.exit_code == 0 and match, generated.output
+    xml, gz = tmp_path / "out" / "sitemap.xml", tmp_path / "out" / "sitemap.xml.gz"
+    assert (exported.exit_code, exported.stdout.splitlines()) == (0, [str(xml), str(gz)])
+    assert xml.stat().st_size == int(match.group(1))
+    assert gzip.decompress(gz.read_bytes()) == xml.read_bytes()
+    assert locs(parse(xml)) == [f"{SHOP}a", f"{SHOP}b"]
+
+
+def test_generate_all_covers_every_site(runner, shop):
+    runner.invoke(args=["sites", "create", "Blog", "https://blog.example.com/"])
+    runner.invoke(args=["urls", "add", shop, f"{SHOP}a"])
+    runner.invoke(args=["urls", "add", "blog", "https://blog.example.com/post"])
+
+    result = runner.invoke(args=["sitemaps", "generate", "--all"])
+
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert [line.split(": ")[0] for line in lines] == ["shop", "blog"]
+    assert all(": 1 files, 1 URLs, " in line and "(succeeded" in line for line in lines)
+
+
+@pytest.mark.parametrize("args", [[], ["shop", "--all"]])
+def test_generate_needs_either_a_site_or_all(runner, shop, args):
+    result = runner.invoke(args=["sitemaps", "generate", *args])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "Error: give either SITE or --all" in result.stderr
+
+
+def test_export_before_any_generation_fails_cleanly(runner, shop, tmp_path):
+    result = runner.invoke(args=["sitemaps", "export", shop, str(tmp_path / "out")])
+    assert_fails_cleanly(result, "nothing published yet", "sitemaps generate shop")
+    assert not (tmp_path / "out").exists()
+
+
+def test_users_create_stores_only_a_hash_of_the_password(runner, session):
+    result = runner.invoke(args=["users", "create", "Ann@Example.com", "--role", "editor",
+                                 "--password", "correct horse"])
+
+    assert (result.exit_code, result.stdout) == (0, "created ann@example.com (editor)\n")
+    user = find_user(session, "ann@example.com")
+    assert user.role == "editor" and "correct horse" not in user.password_hash
+    assert verify_password(user, "correct horse") and not verify_password(user, "correct horsE")
+
+
+@pytest.mark.parametrize(("email", "password", "words"), [
+    ("bob@example.com", "short", ("password '*****'", "at least 8")),
+    ("bob.example.com", "long enough", ("email 'bob.example.com'",)),
+    ("ANN@example.com", "long enough", ("email 'ann@example.com'", "already has an account")),
+])
+def test_users_create_refuses_bad_input(runner, email, password, words):
+    runner.invoke(args=["users", "create", "ann@example.com", "--password", "first one"])
+    result = runner.invoke(args=["users", "create", email, "--password", password])
+    assert_fails_cleanly(result, *words)
+
+
+def test_ensure_admin_creates_the_admin_once_and_shows_the_password_once(runner, session):
+    first = runner.invoke(args=["users", "ensure-admin"])
+    second = runner.invoke(args=["users", "ensure-admin"])
+
+    assert first.exit_code == 0 and second.exit_code == 0
+    password = first.stdout.rstrip("\n").rsplit(" with password: ", 1)[1]
+    assert verify_password(find_user(session, "admin@localhost"), password)
+    assert "admin@localhost" in second.stdout and "password:" not in second.stdout
+
+
+def test_set_password_replaces_the_old_one(runner, session):
+    runner.invoke(args=["users", "create", "ann@example.com", "--password", "first one"])
+
+    result = runner.invoke(args=["users", "set-password", "ann@example.com",
+                                 "--password", "second one"])
+
+    assert (result.exit_code, result.stdout) == (0, "password changed for ann@example.com\n")
+    user = find_user(session, "ann@example.com")
+    assert verify_password(user, "second one") and not verify_password(user, "first one")
+    assert_fails_cleanly(runner.invoke(args=["users", "set-password", "bob@example.com",
+                                             "--password", "whatever1"]), "no account")
+
+
+@pytest.mark.parametrize("args", [
+    ["sites", "list"], ["sites", "create", "Shop", SHOP], ["users", "ensure-admin"]])
+def test_a_database_without_tables_asks_for_alembic_upgrade(tmp_path, args):
+    app = create_app({"DATABASE_URL": f"sqlite:///{tmp_path / 'empty.db'}", "SECRET_KEY": "k",
+                      "INSTANCE_PATH": str(tmp_path / "i"), "SITEMAPS_DIR": str(tmp_path / "s")})
+    try:
+        result = app.test_cli_runner().invoke(args=args)
+    finally:
+        app.extensions["db_engine"].dispose()
+
+    assert_fails_cleanly(result, "the database is not ready (no such table: ",
+                         "; run `alembic upgrade head` first")

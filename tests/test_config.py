@@ -1,0 +1,115 @@
+"""Settings: database URLs, typed environment helpers, precedence, and the kept secret key."""
+
+from __future__ import annotations
+
+import stat
+
+import pytest
+
+from webapp.config import ConfigError, env_int, load, normalize_database_url, persistent_secret_key
+
+
+@pytest.mark.parametrize(("given", "expected"), [
+    ("postgres://ann@db.internal/sitemaps", "postgresql+psycopg://ann@db.internal/sitemaps"),
+    ("postgresql://ann:pw@db.internal:5433/sitemaps",
+     "postgresql+psycopg://ann:pw@db.internal:5433/sitemaps"),
+    ("postgresql+psycopg://ann@db.internal/sitemaps",
+     "postgresql+psycopg://ann@db.internal/sitemaps"),
+    ("sqlite:////var/lib/sitemaps/sitemaps.db", "sqlite:////var/lib/sitemaps/sitemaps.db"),
+    ("sqlite://", "sqlite://"),
+])
+def test_database_urls_are_accepted_as_people_write_them(given, expected):
+    assert normalize_database_url(given) == expected
+
+
+@pytest.mark.parametrize("url", ["mysql://ann@db.internal/sitemaps", "/var/lib/sitemaps/db.sqlite"])
+def test_an_unsupported_database_url_is_a_config_error_that_shows_it(url):
+    with pytest.raises(ConfigError, match="is not supported") as caught:
+        normalize_database_url(url)
+    assert url in str(caught.value)
+
+
+def test_env_int_uses_the_default_when_the_variable_is_missing_or_blank():
+    assert env_int("WORKERS", 4, environ={}) == 4
+    assert env_int("WORKERS", 4, environ={"WORKERS": "  "}) == 4
+
+
+def test_env_int_reads_a_whole_number_within_its_bounds():
+    assert env_int("WORKERS", 4, minimum=1, maximum=64, environ={"WORKERS": " 16 "}) == 16
+    assert env_int("WORKERS", 4, minimum=1, maximum=64, environ={"WORKERS": "1"}) == 1
+    assert env_int("WORKERS", 4, minimum=1, maximum=64, environ={"WORKERS": "64"}) == 64
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    ("sixteen", "WORKERS='sixteen' is not a whole number"),
+    ("1.5", "WORKERS='1.5' is not a whole number"),
+    ("0", "WORKERS=0 is below the minimum of 1"),
+    ("65", "WORKERS=65 is above the maximum of 64"),
+])
+def test_env_int_refuses_nonsense_naming_the_variable(raw, message):
+    with pytest.raises(ConfigError) as caught:
+        env_int("WORKERS", 4, minimum=1, maximum=64, environ={"WORKERS": raw})
+    assert str(caught.value) == message
+
+
+def test_defaults_live_in_the_instance_folder(tmp_path):
+    settings = load(environ={"INSTANCE_PATH": str(tmp_path)})
+
+    assert settings["INSTANCE_PATH"] == str(tmp_path)
+    assert settings["DATABASE_URL"] == f"sqlite:///{tmp_path / 'sitemaps.db'}"
+    assert settings["SITEMAPS_DIR"] == str(tmp_path / "sitemaps")
+    assert settings["SECRET_KEY"] == (tmp_path / "secret_key").read_text()
+    assert settings["PORT"] == 5000
+    assert settings["SITEMAP_KEEP_GENERATIONS"] == 5
+
+
+def test_the_environment_replaces_defaults(tmp_path):
+    environ = {"INSTANCE_PATH": str(tmp_path), "DATABASE_URL": "postgres://ann@db.internal/maps",
+               "SECRET_KEY": "from-env", "SITEMAPS_DIR": "/srv/sitemaps", "PORT": "8080",
+               "SITEMAP_KEEP_GENERATIONS": "2"}
+
+    settings = load(environ=environ)
+
+    assert settings["DATABASE_URL"] == "postgresql+psycopg://ann@db.internal/maps"
+    assert settings["SECRET_KEY"] == "from-env"
+    assert settings["SITEMAPS_DIR"] == "/srv/sitemaps"
+    assert (settings["PORT"], settings["SITEMAP_KEEP_GENERATIONS"]) == (8080, 2)
+    assert not (tmp_path / "secret_key").exists()
+
+
+def test_overrides_replace_the_environment(tmp_path):
+    environ = {"INSTANCE_PATH": str(tmp_path / "from-env"), "DATABASE_URL": "sqlite:////env.db",
+               "SECRET_KEY": "from-env", "PORT": "8080", "SITEMAPS_DIR": "/srv/env"}
+    overrides = {"INSTANCE_PATH": str(tmp_path / "given"), "DATABASE_URL": "postgres://ann@db/maps",
+                 "SECRET_KEY": "given", "PORT": 9000, "SITEMAPS_DIR": "/srv/given", "TESTING": True}
+
+    settings = load(overrides, environ=environ)
+
+    assert settings["INSTANCE_PATH"] == str(tmp_path / "given")
+    assert settings["DATABASE_URL"] == "postgresql+psycopg://ann@db/maps"
+    assert (settings["SECRET_KEY"], settings["PORT"]) == ("given", 9000)
+    assert (settings["SITEMAPS_DIR"], settings["TESTING"]) == ("/srv/given", True)
+
+
+def test_an_overridden_instance_folder_moves_the_default_database(tmp_path):
+    settings = load({"INSTANCE_PATH": str(tmp_path / "given"), "SECRET_KEY": "k"},
+                    environ={"INSTANCE_PATH": str(tmp_path / "from-env")})
+
+    assert settings["DATABASE_URL"] == f"sqlite:///{tmp_path / 'given' / 'sitemaps.db'}"
+    assert settings["SITEMAPS_DIR"] == str(tmp_path / "given" / "sitemaps")
+
+
+def test_a_bad_number_in_the_environment_stops_loading(tmp_path):
+    with pytest.raises(ConfigError, match="PORT=0 is below the minimum of 1"):
+        load(environ={"INSTANCE_PATH": str(tmp_path), "SECRET_KEY": "k", "PORT": "0"})
+
+
+def test_the_secret_key_is_created_once_readable_by_its_owner_only(tmp_path):
+    folder = tmp_path / "not" / "yet" / "there"
+
+    first = persistent_secret_key(folder)
+
+    assert len(first) == 64 and set(first) <= set("0123456789abcdef")
+    assert stat.S_IMODE((folder / "secret_key").stat().st_mode) == 0o600
+    assert persistent_secret_key(folder) == first
+    assert persistent_secret_key(tmp_path / "elsewhere") != first

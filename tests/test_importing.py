@@ -1,0 +1,112 @@
+"""The importer's own machinery: chunking, line numbers, the worker process, upsert outcomes."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from sqlalchemy import select
+
+from tests.builders import make_site
+from webapp.importing import ImportFormatError, import_urls, read_header, text_chunks
+from webapp.models import Url
+
+SHOP = "https://shop.example.com/"
+
+
+def chunks_of(text: str, size: int, quoted: bool = True) -> list[tuple[int, str]]:
+    stream = io.StringIO(text)
+    columns, first = read_header(stream)
+    return list(text_chunks(stream, first, quoted=bool(columns) and quoted, size=size))
+
+
+def test_chunks_hold_whole_lines_and_know_their_first_line_number():
+    text = "loc\n" + "".join(f"{SHOP}{n}\n" for n in range(50))
+    chunks = chunks_of(text, size=100)
+    assert len(chunks) > 5
+    assert "".join(part for _, part in chunks) == text.split("\n", 1)[1]
+    for first_line, part in chunks:
+        assert part.endswith("\n")
+        assert part.split("\n", 1)[0] == f"{SHOP}{first_line - 2}"
+
+
+def test_a_quoted_field_with_a_line_break_is_never_cut():
+    rows = [f'{SHOP}{n},"2024-01-0{n % 9 + 1}\n"' if n % 3 == 0 else f"{SHOP}{n},2024-01-01"
+            for n in range(40)]
+    text = "loc,lastmod\n" + "\n".join(rows) + "\n"
+    for _, part in chunks_of(text, size=64):
+        assert part.count('"') % 2 == 0
+
+
+def test_a_plain_list_with_quotes_in_urls_is_chunked_by_lines():
+    text = "".join(f'{SHOP}say-"hi"-{n}\n' for n in range(3)) + f'{SHOP}odd"\n' * 20
+    chunks = chunks_of(text, size=80)
+    assert len(chunks) > 3
+    assert "".join(part for _, part in chunks) == text
+
+
+@pytest.mark.parametrize("parallel", [False, True], ids=["inline", "worker-process"])
+def test_rejections_carry_physical_line_numbers_across_chunks(session, parallel):
+    site = make_site(session)
+    lines = ["loc,lastmod"]
+    for n in range(60):
+        lines.append(f"{SHOP}p{n},{'not-a-date' if n % 13 == 0 else '2024-05-01'}")
+    lines.insert(20, "")  # blank lines count as lines
+    report = import_urls(session, site, io.StringIO("\n".join(lines) + "\n"), parallel=parallel,
+                         chunk_chars=200)
+    session.commit()
+    expected = [number for number, text in enumerate(lines, start=1) if "not-a-date" in text]
+    assert [line for line, _ in report.rejections] == expected
+    assert (report.added, report.rejected) == (60 - len(expected), len(expected))
+
+
+def test_worker_process_and_inline_store_the_same_rows(app, session):
+    text = "loc,lastmod,changefreq,priority\n" + "".join(
+        f"{SHOP}サイトマップ/{n}?a=1&b='{n}',2024-0{n % 9 + 1},{'daily' if n % 2 else ''},0.{n % 10}\n"
+        for n in range(300))
+    stored = []
+    for parallel in (False, True):
+        site = make_site(session, name=f"Shop {parallel}")
+        report = import_urls(session, site, io.StringIO(text), parallel=parallel)
+        session.commit()
+        assert report.summary() == "added 300, updated 0, unchanged 0, rejected 0"
+        stored.append(session.execute(
+            select(Url.loc, Url.lastmod, Url.changefreq, Url.priority)
+            .where(Url.site_id == site.id).order_by(Url.id)).all())
+    assert stored[0] == stored[1]
+    assert stored[0][1] == (f"{SHOP}%E3%82%B5%E3%82%A4%E3%83%88%E3%83%9E%E3%83%83%E3%83%97/1?a=1&b='1'",
+                            "2024-02-01", "daily", 0.1)
+
+
+def test_absent_columns_keep_stored_values_and_deleted_urls_come_back(session):
+    site = make_site(session)
+    import_urls(session, site, io.StringIO(f"loc,lastmod,priority\n{SHOP}a,2024-01-01,0.9\n"))
+    session.commit()
+    session.execute(Url.__table__.update().values(deleted_at=Url.created_at))
+    session.commit()
+
+    report = import_urls(session, site, io.StringIO(f"loc,lastmod\n{SHOP}a,2024-02-02\n"))
+    session.commit()
+
+    assert report.summary() == "added 1, updated 0, unchanged 0, rejected 0"
+    url = session.scalars(select(Url)).one()
+    session.refresh(url)
+    assert (url.lastmod, url.priority, url.deleted_at) == ("2024-02-02", 0.9, None)
+
+
+def test_a_repeated_loc_keeps_the_last_line_and_is_reported(session):
+    site = make_site(session)
+    report = import_urls(session, site, io.StringIO(
+        f"loc,priority\n{SHOP}a,0.1\n{SHOP}b,0.2\n{SHOP}a,0.3\n"))
+    session.commit()
+    assert report.duplicates == 1 and report.added == 2
+    assert "1 lines repeated a loc" in report.summary()
+    assert session.scalar(select(Url.priority).where(Url.loc == f"{SHOP}a")) == 0.3
+
+
+def test_a_header_with_an_unknown_column_stores_nothing(session):
+    site = make_site(session)
+    with pytest.raises(ImportFormatError, match="unknown or repeated column 'title'"):
+        import_urls(session, site, io.StringIO(f"loc,title\n{SHOP}a,Hello\n"))
+    session.rollback()
+    assert session.scalars(select(Url)).all() == []
