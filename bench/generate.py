@@ -23,10 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-BASE = "https://shop.example.com/"
+from common import BASE, fresh_site_database
 CHANGEFREQS = ("daily", "weekly", "monthly", None)
 PRIORITIES = (0.8, 0.5, None, 0.3)
 ENCODED = "%E3%82%B5%E3%82%A4%E3%83%88%E3%83%9E%E3%83%83%E3%83%97"  # サイトマップ in UTF-8
@@ -51,16 +48,8 @@ def synthetic_lastmod(n: int) -> str | None:
 
 def build_database(path: Path, urls: int) -> None:
     """A migrated database with one site and `urls` URLs, inserted directly for speed."""
-    from tests.conftest import migrate
-    from webapp.models import utcnow
-
-    migrate(f"sqlite:///{path}")
-    now = utcnow().isoformat(sep=" ")
+    now = fresh_site_database(path)
     with sqlite3.connect(path) as con:
-        con.execute(
-            "INSERT INTO sites (id, slug, name, base_url, sitemap_url, encoding, max_urls_per_file,"
-            " created_at, updated_at) VALUES (1, 'shop', 'Shop', ?, ?, 'utf-8', 50000, ?, ?)",
-            (BASE, BASE + "sitemap.xml", now, now))
         con.executemany(
             "INSERT INTO urls (site_id, loc, lastmod, changefreq, priority, created_at, updated_at)"
             " VALUES (1, ?, ?, ?, ?, ?, ?)",

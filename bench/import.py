@@ -19,10 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-BASE = "https://shop.example.com/"
+from common import BASE, fresh_site_database
 
 
 def synthetic_row(n: int) -> tuple[str, str, str, str]:
@@ -44,19 +41,6 @@ def write_csv(path: Path, urls: int) -> None:
         writer = csv.writer(handle)
         writer.writerow(["loc", "lastmod", "changefreq", "priority"])
         writer.writerows(synthetic_row(n) for n in range(urls))
-
-
-def fresh_database(path: Path) -> None:
-    from tests.conftest import migrate
-    from webapp.models import utcnow
-
-    migrate(f"sqlite:///{path}")
-    now = utcnow().isoformat(sep=" ")
-    with sqlite3.connect(path) as con:
-        con.execute(
-            "INSERT INTO sites (id, slug, name, base_url, sitemap_url, encoding, max_urls_per_file,"
-            " created_at, updated_at) VALUES (1, 'shop', 'Shop', ?, ?, 'utf-8', 50000, ?, ?)",
-            (BASE, BASE + "sitemap.xml", now, now))
 
 
 def run_app(db: Path, csv_path: Path) -> tuple[float, str]:
@@ -99,8 +83,8 @@ def main() -> None:
         write_csv(csv_path, args.urls)
         (tmp_path / "floor").mkdir()
         (tmp_path / "app").mkdir()
-        fresh_database(tmp_path / "floor" / "bench.db")
-        fresh_database(tmp_path / "app" / "bench.db")
+        fresh_site_database(tmp_path / "floor" / "bench.db")
+        fresh_site_database(tmp_path / "app" / "bench.db")
         floor = run_floor(tmp_path / "floor" / "bench.db", csv_path)
         app, summary = run_app(tmp_path / "app" / "bench.db", csv_path)
     print(f"{'urls':>10} {'app s':>8} {'floor s':>8} {'ratio':>6}  app report")

@@ -11,11 +11,16 @@ import secrets
 from collections.abc import Mapping
 from pathlib import Path
 
+import click
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
-class ConfigError(RuntimeError):
-    """A setting in the environment is present but makes no sense."""
+class ConfigError(click.ClickException):
+    """A setting in the environment is present but makes no sense.
+
+    A click exception, so `flask ...` commands print it as one line instead of a traceback.
+    """
 
 
 def env_str(name: str, default: str | None = None, environ: Mapping[str, str] = os.environ) -> str | None:

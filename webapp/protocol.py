@@ -258,6 +258,22 @@ LASTMOD_RULE = ("is not a W3C Datetime; use YYYY-MM-DD or YYYY-MM-DDThh:mm:ss+hh
                 "(YYYY, YYYY-MM and times without seconds are accepted too)")
 
 
+def _cache_text(maxsize: int):
+    """Remember a rule's answers for text: imported files repeat the same values many times."""
+
+    def decorate(rule):
+        cached = functools.lru_cache(maxsize)(rule)
+
+        @functools.wraps(rule)
+        def normalize(raw):
+            return cached(raw) if isinstance(raw, str) else rule(raw)
+
+        return normalize
+
+    return decorate
+
+
+@_cache_text(65536)
 def normalize_lastmod(raw: str | date | None) -> str | None:
     """W3C Datetime in, `YYYY-MM-DD` or `YYYY-MM-DDThh:mm:ss+00:00` out.
 
@@ -265,18 +281,6 @@ def normalize_lastmod(raw: str | date | None) -> str | None:
     is converted to UTC and fractions of a second are dropped. A time without a zone is taken as
     UTC, because W3C Datetime requires a zone and UTC is the only reading that needs no guess.
     """
-    if isinstance(raw, str):
-        return _normalize_lastmod_text(raw)
-    return _normalize_lastmod(raw)
-
-
-@functools.lru_cache(maxsize=65536)
-def _normalize_lastmod_text(raw: str) -> str | None:
-    # Imports repeat the same dates many times over; the cache makes a repeat a dict lookup.
-    return _normalize_lastmod(raw)
-
-
-def _normalize_lastmod(raw: str | date | None) -> str | None:
     if raw is None:
         return None
     if isinstance(raw, datetime):
@@ -339,19 +343,9 @@ def normalize_changefreq(raw: str | None) -> str | None:
 _DECIMAL = re.compile(r"\d*\.?\d*")
 
 
+@_cache_text(4096)
 def normalize_priority(raw: str | float | None) -> float | None:
     """A decimal from 0.0 to 1.0 with at most three decimal places; empty means none."""
-    if isinstance(raw, str):
-        return _normalize_priority_text(raw)
-    return _normalize_priority(raw)
-
-
-@functools.lru_cache(maxsize=4096)
-def _normalize_priority_text(raw: str) -> float | None:
-    return _normalize_priority(raw)
-
-
-def _normalize_priority(raw: str | float | None) -> float | None:
     if raw is None:
         return None
     if isinstance(raw, str):
