@@ -68,6 +68,12 @@ def test_creating_sites_prints_a_distinct_slug_for_each(runner):
     assert shown(runner, "my-shop-2")["sitemap_url"] == f"{SHOP}b2b/sitemap.xml"
 
 
+@pytest.mark.parametrize("name, slug", [("Café Crème", "cafe-creme"), ("日本語", "site")])
+def test_slugs_fold_accents_and_fall_back_when_nothing_is_left(runner, name, slug):
+    result = runner.invoke(args=["sites", "create", name, SHOP])
+    assert (result.exit_code, result.stdout) == (0, f"{slug}\n")
+
+
 def test_a_sitemap_on_another_host_is_accepted_with_a_note_about_robots_txt(runner):
     result = runner.invoke(args=["sites", "create", "Shop", SHOP,
                                  "--sitemap-url", "https://cdn.example.net/shop/sitemap.xml"])

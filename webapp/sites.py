@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Mapping
 
 from sqlalchemy import func, select
@@ -61,7 +62,9 @@ def _check_max_urls(value: str) -> int:
 
 
 def _slug_from(session: Session, name: str) -> str:
-    base = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:56] or "site"
+    """A free slug from the name: accents folded (Café -> cafe), other characters as '-'."""
+    folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    base = re.sub(r"[^a-z0-9]+", "-", folded.lower()).strip("-")[:56] or "site"
     slug, n = base, 1
     while session.scalar(select(Site.id).where(Site.slug == slug)) is not None:
         n += 1
