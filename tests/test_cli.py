@@ -115,7 +115,9 @@ def test_sites_show_lists_every_setting_by_slug_and_by_id(runner, shop):
     assert by_slug == {"id": by_slug["id"], "name": "Shop", "slug": "shop", "base_url": SHOP,
                        "sitemap_url": f"{SHOP}sitemap.xml", "encoding": "utf-8",
                        "default_changefreq": "", "default_priority": "",
-                       "max_urls_per_file": "50000"}
+                       "max_urls_per_file": "50000", "stylesheet": "on", "robots_txt": "",
+                       "indexnow_key": by_slug["indexnow_key"]}
+    assert re.fullmatch(r"[0-9a-f]{32}", by_slug["indexnow_key"])
     assert by_slug["id"].isdigit() and shown(runner, by_slug["id"]) == by_slug
     assert_fails_cleanly(runner.invoke(args=["sites", "show", "nope"]), "no site with slug or id")
 
@@ -293,7 +295,8 @@ def test_generate_prints_files_urls_and_bytes_and_export_copies_them(runner, sho
                          generated.stdout)
     assert generated.exit_code == 0 and match, generated.output
     xml, gz = tmp_path / "out" / "sitemap.xml", tmp_path / "out" / "sitemap.xml.gz"
-    assert (exported.exit_code, exported.stdout.splitlines()) == (0, [str(xml), str(gz)])
+    xsl = tmp_path / "out" / "sitemap.xsl"
+    assert (exported.exit_code, exported.stdout.splitlines()) == (0, [str(xml), str(gz), str(xsl)])
     assert xml.stat().st_size == int(match.group(1))
     assert gzip.decompress(gz.read_bytes()) == xml.read_bytes()
     assert locs(parse(xml)) == [f"{SHOP}a", f"{SHOP}b"]

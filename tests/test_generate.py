@@ -23,8 +23,13 @@ T2 = datetime(2026, 2, 1, 12, 0, 0, tzinfo=UTC)
 
 
 def published(app, site):
-    folder = get_store(app).current_folder(site.id)
-    return {} if folder is None else {p.name: p for p in sorted(folder.iterdir())}
+    """Every file served for the site, `.gz` twins included, by name."""
+    files = get_store(app).published(site.id)
+    if files is None:
+        return {}
+    paths = [f.path for f in files.files.values()]
+    paths += [f.path.with_name(f.name + ".gz") for f in files.files.values() if f.gzip_size]
+    return {p.name: p for p in sorted(paths)}
 
 
 def all_published_locs(app, site, entry="sitemap.xml"):
@@ -46,10 +51,11 @@ def test_small_site_is_one_valid_urlset_with_a_gzip_twin(app, session):
     generation = jobs.regenerate(site.id, app)
 
     files = published(app, site)
-    assert sorted(files) == ["sitemap.xml", "sitemap.xml.gz"]
+    assert sorted(files) == ["sitemap.xml", "sitemap.xml.gz", "sitemap.xsl"]
     assert gzip.decompress(files["sitemap.xml.gz"].read_bytes()) == files["sitemap.xml"].read_bytes()
     raw = files["sitemap.xml"].read_text()
-    assert raw.startswith('<?xml version="1.0" encoding="UTF-8"?>\n')
+    assert raw.startswith('<?xml version="1.0" encoding="UTF-8"?>\n'
+                          '<?xml-stylesheet type="text/xsl" href="sitemap.xsl"?>\n<urlset ')
     assert "x=1&amp;y=&apos;2&apos;" in raw
     root = parse(files["sitemap.xml"])
     assert locs(root) == ["https://shop.example.com/a?x=1&y='2'",
@@ -103,7 +109,7 @@ def test_large_site_is_split_by_url_count_and_listed_in_an_index(app, session):
     files = published(app, site)
     assert sorted(files) == ["sitemap-1.xml", "sitemap-1.xml.gz", "sitemap-2.xml",
                              "sitemap-2.xml.gz", "sitemap-3.xml", "sitemap-3.xml.gz",
-                             "sitemap.xml", "sitemap.xml.gz"]
+                             "sitemap.xml", "sitemap.xml.gz", "sitemap.xsl"]
     index = parse(files["sitemap.xml"])
     assert locs(index) == [f"https://shop.example.com/sitemap-{n}.xml" for n in (1, 2, 3)]
     assert index.xpath("//sm:lastmod/text()", namespaces=NS) == ["2026-01-01T12:00:00+00:00"] * 3
@@ -188,7 +194,7 @@ def test_files_no_longer_in_the_set_stop_being_served(app, session):
     site.max_urls_per_file = 50_000
     session.commit()
     jobs.regenerate(site.id, app)
-    assert sorted(published(app, site)) == ["sitemap.xml", "sitemap.xml.gz"]
+    assert sorted(published(app, site)) == ["sitemap.xml", "sitemap.xml.gz", "sitemap.xsl"]
 
 
 def test_a_failed_run_is_recorded_and_leaves_the_previous_set_published(app, session):

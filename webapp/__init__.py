@@ -6,8 +6,8 @@ from collections.abc import Mapping
 
 from flask import Flask
 
-from webapp import cli, config, db, sitemaps
-from webapp.views import dashboard
+from webapp import cli, config, db, http, sitemaps
+from webapp.views import dashboard, public
 
 
 def create_app(overrides: Mapping[str, object] | None = None) -> Flask:
@@ -18,6 +18,8 @@ def create_app(overrides: Mapping[str, object] | None = None) -> Flask:
     app.config.update(settings)
     db.init_app(app)
     sitemaps.init_app(app)
+    http.init_app(app)
     cli.init_app(app)
+    app.register_blueprint(public.bp)
     app.register_blueprint(dashboard.bp)
     return app

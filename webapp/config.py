@@ -106,6 +106,11 @@ def load(overrides: Mapping[str, object] | None = None, environ: Mapping[str, st
         settings["SITEMAP_KEEP_GENERATIONS"] = env_int(
             "SITEMAP_KEEP_GENERATIONS", 5, minimum=1, maximum=1000, environ=environ
         )
+    if "PROXY_COUNT" not in overrides:
+        settings["PROXY_COUNT"] = env_int("PROXY_COUNT", 0, minimum=0, maximum=10, environ=environ)
+    if "SITE_CACHE_SECONDS" not in overrides:
+        settings["SITE_CACHE_SECONDS"] = env_int("SITE_CACHE_SECONDS", 5, minimum=0, maximum=3600,
+                                                 environ=environ)
     if "PORT" not in overrides:
         settings["PORT"] = env_int("PORT", 5000, minimum=1, maximum=65535, environ=environ)
     settings.update(overrides)

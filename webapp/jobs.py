@@ -3,50 +3,95 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime
 
 from flask import Flask, current_app
+from sqlalchemy.orm import Session
 
-from webapp.models import Generation, Site, utcnow
+from webapp.errors import NotFound
+from webapp.models import Generation, GenerationFile, Site, utcnow
 from webapp.sitemaps import get_store
 from webapp.sitemaps.build import Limits, SitemapLimitError
-from webapp.sitemaps.generate import generate_site
+from webapp.sitemaps.generate import Published, generate_site
 
 log = logging.getLogger(__name__)
 
-# What a failed generation records: errors a site owner can act on keep their own words.
-EXPECTED_ERRORS = (SitemapLimitError, OSError)
+FILE_COLUMNS = ("name", "kind", "url_count", "bytes", "gzip_bytes", "sha256", "first_url_id",
+                "last_url_id", "lastmod")
+
+
+def _recorded_run(app: Flask, session: Session, generation: Generation,
+                  work: Callable[[], Published]) -> Generation:
+    """Run `work` for a committed generation record and record how it ended, whatever happens."""
+    try:
+        result = work()
+    except Exception as exc:
+        session.rollback()
+        if isinstance(exc, SitemapLimitError):
+            generation.error = str(exc)  # a site owner can act on these words as they are
+        else:
+            log.exception("generation %s of site %s failed", generation.id, generation.site_id)
+            generation.error = f"{type(exc).__name__}: {exc}"
+        generation.status = "failed"
+        generation.finished_at = utcnow()
+        session.commit()
+        return generation
+    generation.status = "succeeded" if result.published else "superseded"
+    generation.url_count = result.url_count
+    generation.file_count = len(result.files)
+    generation.bytes = result.bytes
+    generation.finished_at = utcnow()
+    session.commit()
+    get_store(app).prune(generation.site_id, app.config["SITEMAP_KEEP_GENERATIONS"])
+    return generation
+
+
+def _start(session: Session, site_id: int, **fields) -> Generation:
+    generation = Generation(site_id=site_id, status="running", started_at=utcnow(), **fields)
+    session.add(generation)
+    session.commit()
+    return generation
 
 
 def regenerate(site_id: int, app: Flask | None = None, now: datetime | None = None,
                limits: Limits | None = None) -> Generation:
     """Generate and publish one site's sitemaps; the run is recorded whatever happens."""
     app = app or current_app
-    store = get_store(app)
     with app.extensions["db_sessionmaker"]() as session:
         site = session.get(Site, site_id)
         if site is None:
-            raise LookupError(f"no site with id {site_id}")
-        generation = Generation(site_id=site.id, status="running", started_at=utcnow())
-        session.add(generation)
-        session.commit()
-        try:
-            result = generate_site(session, site, generation, store, limits, now)
-        except Exception as exc:
-            session.rollback()
-            if not isinstance(exc, EXPECTED_ERRORS):
-                log.exception("generation %s of site %s failed", generation.id, site.slug)
-            generation.status = "failed"
-            generation.error = str(exc) if isinstance(exc, SitemapLimitError) else (
-                f"{type(exc).__name__}: {exc}")
-            generation.finished_at = utcnow()
-            session.commit()
-            return generation
-        generation.status = "succeeded" if result.published else "superseded"
-        generation.url_count = result.url_count
-        generation.file_count = len(result.files)
-        generation.bytes = result.bytes
-        generation.finished_at = utcnow()
-        session.commit()
-    store.prune(site_id, app.config["SITEMAP_KEEP_GENERATIONS"])
-    return generation
+            raise NotFound(f"no site with id {site_id}")
+        generation = _start(session, site.id)
+        return _recorded_run(app, session, generation, lambda: generate_site(
+            session, site, generation, get_store(app), limits, now))
+
+
+def rollback(site_id: int, target_id: int, app: Flask | None = None) -> Generation:
+    """Publish again the files of an older generation, as a new generation that says so.
+
+    A new id keeps "a newer generation is never replaced by an older one" true, and the next
+    regeneration rebuilds from the database as usual.
+    """
+    app = app or current_app
+    store = get_store(app)
+    with app.extensions["db_sessionmaker"]() as session:
+        target = session.get(Generation, target_id)
+        if target is None or target.site_id != site_id or target.status != "succeeded":
+            raise NotFound(f"generation {target_id} is not a successful generation of this site")
+        if store.generation_set(site_id, target_id) is None:
+            raise NotFound(f"the files of generation {target_id} are no longer kept (only the "
+                           f"last {app.config['SITEMAP_KEEP_GENERATIONS']} are)")
+        generation = _start(session, site_id, rollback_of=target_id)
+
+        def republish() -> Published:
+            files = [GenerationFile(generation_id=generation.id, **{
+                column: getattr(f, column) for column in FILE_COLUMNS}) for f in target.files]
+            with store.staging(site_id, generation.id) as folder:
+                store.copy_generation(site_id, target_id, folder, generation.id)
+                session.add_all(files)
+                session.flush()
+                published = store.publish(site_id, generation.id, folder)
+            return Published(files, target.url_count, published)
+
+        return _recorded_run(app, session, generation, republish)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     DateTime,
     Float,
     ForeignKey,
@@ -15,6 +17,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     func,
+    true,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -26,6 +29,11 @@ URL_LENGTH = 2048
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def new_indexnow_key() -> str:
+    """32 lower-case hex characters: valid under both readings of the IndexNow key rules."""
+    return uuid.uuid4().hex
 
 
 class Timestamps:
@@ -47,6 +55,11 @@ class Site(Timestamps, Base):
     default_changefreq: Mapped[str | None] = mapped_column(String(7))
     default_priority: Mapped[float | None] = mapped_column(Float)
     max_urls_per_file: Mapped[int] = mapped_column(Integer, default=50_000)
+    # robots.txt served on the site's host; None means the default template.
+    robots_txt: Mapped[str | None] = mapped_column(Text)
+    # Whether sitemap files point browsers at an XSL stylesheet that renders them as a table.
+    stylesheet: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    indexnow_key: Mapped[str] = mapped_column(String(128), default=new_indexnow_key)
 
     urls: Mapped[list[Url]] = relationship(back_populates="site", passive_deletes=True)
     generations: Mapped[list[Generation]] = relationship(back_populates="site", passive_deletes=True)
@@ -134,6 +147,8 @@ class Generation(Base):
     file_count: Mapped[int] = mapped_column(Integer, default=0)
     bytes: Mapped[int] = mapped_column(BigInteger, default=0)
     error: Mapped[str | None] = mapped_column(Text)
+    # Set when this generation republished the files of an older one (`sitemaps rollback`).
+    rollback_of: Mapped[int | None] = mapped_column(Integer)
 
     site: Mapped[Site] = relationship(back_populates="generations")
     files: Mapped[list[GenerationFile]] = relationship(

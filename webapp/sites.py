@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from webapp.errors import InvalidValue, NotFound
-from webapp.models import Site, Url
+from webapp.models import Site, Url, new_indexnow_key
 from webapp.protocol import (
     MAX_URLS_PER_FILE,
     check_encoding,
@@ -22,6 +22,15 @@ from webapp.protocol import (
 )
 
 _SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+
+
+def robots_txt(site: Site) -> str:
+    """The site's robots.txt, always with a `Sitemap:` line for its entry sitemap."""
+    text = (site.robots_txt or DEFAULT_ROBOTS_TXT).rstrip("\n") + "\n"
+    wanted = f"sitemap: {site.sitemap_url}".lower()
+    if not any(line.strip().lower() == wanted for line in text.splitlines()):
+        text += f"\nSitemap: {site.sitemap_url}\n"
+    return text
 
 
 def find_site(session: Session, ref: str | int) -> Site:
@@ -72,6 +81,43 @@ def _slug_from(session: Session, name: str) -> str:
     return slug
 
 
+DEFAULT_ROBOTS_TXT = "User-agent: *\nDisallow:\n"
+_INDEXNOW_KEY = re.compile(r"[a-zA-Z0-9-]{8,128}")
+
+
+def _check_flag(name: str) -> Callable[[str], bool]:
+    def check(value: str) -> bool:
+        text = str(value).strip().lower()
+        if text in ("on", "true", "yes", "1"):
+            return True
+        if text in ("off", "false", "no", "0"):
+            return False
+        raise InvalidValue(name, value, "must be on or off")
+
+    return check
+
+
+def _check_robots_txt(value: str) -> str | None:
+    """robots.txt as typed on one line: `\\n` stands for a line break; empty means the default."""
+    text = value.replace("\r\n", "\n")
+    text = re.sub(r"\\(\\|n)", lambda m: "\n" if m.group(1) == "n" else "\\", text)
+    if len(text) > 100_000 or "\x00" in text:
+        raise InvalidValue("robots_txt", value[:40], "must be text of at most 100,000 characters")
+    return text if text.strip() else None
+
+
+def _show_robots_txt(value: str | None) -> str:
+    return (value or "").replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _check_indexnow_key(value: str) -> str:
+    value = value.strip()
+    if not _INDEXNOW_KEY.fullmatch(value):
+        raise InvalidValue("indexnow_key", value, "must be 8 to 128 characters: letters, digits "
+                           "or '-'")
+    return value
+
+
 # Each setting: how to read it from text, and how to show it as text.
 SETTINGS: dict[str, tuple[Callable[[str], object], Callable[[object], str]]] = {
     "name": (_check_name, str),
@@ -82,6 +128,9 @@ SETTINGS: dict[str, tuple[Callable[[str], object], Callable[[object], str]]] = {
     "default_changefreq": (normalize_changefreq, lambda v: v or ""),
     "default_priority": (normalize_priority, lambda v: "" if v is None else str(v)),
     "max_urls_per_file": (_check_max_urls, str),
+    "stylesheet": (_check_flag("stylesheet"), lambda v: "on" if v else "off"),
+    "robots_txt": (_check_robots_txt, _show_robots_txt),
+    "indexnow_key": (_check_indexnow_key, str),
 }
 
 
@@ -132,7 +181,7 @@ def create_site(session: Session, name: str, base_url: str, sitemap_url: str | N
     base = normalize_base_url(base_url, encoding)
     site = Site(name=_check_name(name), slug=_slug_from(session, name), base_url=base,
                 sitemap_url=base + "sitemap.xml", encoding=encoding,
-                max_urls_per_file=MAX_URLS_PER_FILE)
+                max_urls_per_file=MAX_URLS_PER_FILE, stylesheet=True, indexnow_key=new_indexnow_key())
     warning = update_site(session, site, {"sitemap_url": sitemap_url or base + "sitemap.xml"})
     session.add(site)
     session.flush()

@@ -69,14 +69,24 @@ class BuiltFile:
     lastmod: str = ""
 
 
-def urlset_open(images: bool = False, alternates: bool = False) -> str:
-    """The XML declaration and `<urlset>` start tag, declaring only the namespaces in use."""
+STYLESHEET = Path(__file__).with_name("sitemap.xsl")
+
+
+def _prolog(stylesheet: str | None) -> str:
+    """The XML declaration, and the instruction that makes browsers render the stylesheet."""
+    if stylesheet is None:
+        return XML_DECLARATION
+    return f'{XML_DECLARATION}<?xml-stylesheet type="text/xsl" href="{escape(stylesheet)}"?>\n'
+
+
+def urlset_open(images: bool = False, alternates: bool = False, stylesheet: str | None = None) -> str:
+    """The prolog and `<urlset>` start tag, declaring only the namespaces in use."""
     namespaces = f' xmlns="{SITEMAP_NS}"'
     if images:
         namespaces += f' xmlns:image="{IMAGE_NS}"'
     if alternates:
         namespaces += f' xmlns:xhtml="{XHTML_NS}"'
-    return f"{XML_DECLARATION}<urlset{namespaces}>\n"
+    return f"{_prolog(stylesheet)}<urlset{namespaces}>\n"
 
 
 def _priority_tag(priority: float | None) -> str:
@@ -180,14 +190,14 @@ class UrlsetWriter:
 
 
 def write_index(folder: Path, name: str, entries: list[tuple[str, str]],
-                limits: Limits = Limits()) -> BuiltFile:
+                limits: Limits = Limits(), stylesheet: str | None = None) -> BuiltFile:
     """A flat `<sitemapindex>` of (loc, lastmod) pairs, held to the same limits as a urlset."""
     if len(entries) > limits.max_index_entries:
         raise SitemapLimitError(
             f"the sitemap index would list {len(entries)} files; an index may list at most "
             f"{limits.max_index_entries}. Raise the site's max_urls_per_file so fewer files "
             "are needed")
-    lines = [XML_DECLARATION, f'<sitemapindex xmlns="{SITEMAP_NS}">\n']
+    lines = [_prolog(stylesheet), f'<sitemapindex xmlns="{SITEMAP_NS}">\n']
     lines.extend(f"<sitemap><loc>{escape(loc)}</loc><lastmod>{lastmod}</lastmod></sitemap>\n"
                  for loc, lastmod in entries)
     lines.append(INDEX_CLOSE)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 from sqlalchemy import Connection, exists, select
 from sqlalchemy.orm import Session
@@ -19,6 +21,7 @@ from sqlalchemy.orm import Session
 from webapp.models import Generation, GenerationFile, Site, Url, UrlAlternate, UrlImage, utcnow
 from webapp.protocol import directory, normalize_lastmod
 from webapp.sitemaps.build import (
+    STYLESHEET,
     BuiltFile,
     Limits,
     UrlsetWriter,
@@ -114,10 +117,19 @@ def _previous_files(session: Session, site_id: int) -> dict[str, GenerationFile]
     return {f.name: f for f in files}
 
 
-def _rename(folder, built: BuiltFile, name: str) -> None:
+def _rename(folder: Path, built: BuiltFile, name: str) -> None:
     os.replace(folder / built.name, folder / name)
     os.replace(folder / f"{built.name}.gz", folder / f"{name}.gz")
     built.name = name
+
+
+def _carry_lastmods(files: list[BuiltFile], previous: dict[str, GenerationFile], stamp: str) -> None:
+    """A file keeps its lastmod while its content is unchanged, so crawlers can skip it."""
+    for built in files:
+        before = previous.get(built.name)
+        built.lastmod = before.lastmod if before and before.sha256 == built.sha256 else stamp
+
+
 
 
 def generate_site(session: Session, site: Site, generation: Generation, store: SitemapStore,
@@ -126,29 +138,33 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
     limits = limits or Limits(max_urls=site.max_urls_per_file)
     stamp = normalize_lastmod(now or utcnow())
     entry_name = site.sitemap_url.rsplit("/", 1)[-1]
+    stem = entry_name.removesuffix(".xml")
     images = _uses(session, site.id, UrlImage)
     alternates = _uses(session, site.id, UrlAlternate)
     previous = _previous_files(session, site.id)
     with store.staging(site.id, generation.id) as folder:
-        writer = UrlsetWriter(folder, entry_name.removesuffix(".xml"),
-                              urlset_open(images, alternates), limits)
+        stylesheet = f"{stem}.xsl" if site.stylesheet else None
+        writer = UrlsetWriter(folder, stem, urlset_open(images, alternates, stylesheet), limits)
         files = writer.write(url_entries(session.connection(), site, images, alternates))
-        for built in files:
-            before = previous.get(built.name)
-            built.lastmod = before.lastmod if before and before.sha256 == built.sha256 else stamp
+        if not files:
+            stylesheet = None  # nothing to render
+        elif stylesheet:
+            shutil.copyfile(STYLESHEET, folder / stylesheet)
         if len(files) == 1:
             _rename(folder, files[0], entry_name)
-        elif files:
+        _carry_lastmods(files, previous, stamp)
+        if len(files) > 1:
             base = directory(site.sitemap_url)
-            index = write_index(folder, entry_name,
-                                [(base + f.name, f.lastmod) for f in files], limits)
-            index.lastmod = stamp
+            index = write_index(folder, entry_name, [(base + f.name, f.lastmod) for f in files],
+                                limits, stylesheet)
+            _carry_lastmods([index], previous, stamp)
             files.append(index)
         session.add_all(GenerationFile(
             generation_id=generation.id, name=f.name, kind=f.kind, url_count=f.url_count,
             bytes=f.bytes, gzip_bytes=f.gzip_bytes, sha256=f.sha256, first_url_id=f.first_url_id,
             last_url_id=f.last_url_id, lastmod=f.lastmod) for f in files)
         session.flush()
+        store.write_manifest(folder, generation.id, files, stylesheet)
         published = store.publish(site.id, generation.id, folder)
     url_count = sum(f.url_count for f in files if f.kind == "urlset")
     return Published(files, url_count, published)

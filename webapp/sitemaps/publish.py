@@ -10,14 +10,38 @@ never replaces a newer one.
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 CURRENT = "current"
 STAGING_PREFIX = ".staging-"
+MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class PublishedFile:
+    """One servable file of a published set, with what HTTP caching needs to know of it."""
+
+    name: str
+    kind: str  # "urlset", "index" or "stylesheet"
+    path: Path
+    sha256: str
+    size: int
+    lastmod: datetime | None
+    gzip_size: int | None = None  # the size of the `.gz` twin, when there is one
+
+
+@dataclass(frozen=True)
+class PublishedSet:
+    generation: int
+    files: dict[str, PublishedFile]
 
 
 def _fsync_path(path: Path) -> None:
@@ -33,6 +57,60 @@ class SitemapStore:
 
     def __init__(self, root: str | os.PathLike[str]):
         self.root = Path(root)
+        self._sets: dict[int, PublishedSet] = {}  # per site, the last set read
+
+    @staticmethod
+    def write_manifest(folder: Path, generation_id: int, files: Sequence,
+                       stylesheet: str | None) -> None:
+        """Record, beside the files, what serving needs: digests, sizes, lastmods."""
+        entries = {f.name: {"kind": f.kind, "sha256": f.sha256, "size": f.bytes,
+                            "gzip_size": f.gzip_bytes, "lastmod": f.lastmod} for f in files}
+        if stylesheet:
+            data = (folder / stylesheet).read_bytes()
+            entries[stylesheet] = {"kind": "stylesheet", "sha256": hashlib.sha256(data).hexdigest(),
+                                   "size": len(data), "gzip_size": None, "lastmod": None}
+        (folder / MANIFEST).write_text(json.dumps({"generation": generation_id, "files": entries}))
+
+    def published(self, site_id: int) -> PublishedSet | None:
+        """The published set of a site, read once per generation and then kept in memory."""
+        generation = self.current_generation(site_id)
+        if generation is None:
+            return None
+        cached = self._sets.get(site_id)
+        if cached is not None and cached.generation == generation:
+            return cached
+        published = self.generation_set(site_id, generation)
+        if published is not None:
+            self._sets[site_id] = published
+        return published
+
+    def generation_set(self, site_id: int, generation: int) -> PublishedSet | None:
+        """The files of any generation still kept on disk, published or not."""
+        folder = self.site_folder(site_id) / f"g{generation}"
+        try:
+            manifest = json.loads((folder / MANIFEST).read_text())
+        except FileNotFoundError:
+            return None
+        files = {name: PublishedFile(
+            name=name, kind=entry["kind"], path=folder / name, sha256=entry["sha256"],
+            size=entry["size"], gzip_size=entry["gzip_size"],
+            lastmod=datetime.fromisoformat(entry["lastmod"]) if entry["lastmod"] else None)
+            for name, entry in manifest["files"].items()}
+        return PublishedSet(generation, files)
+
+    def copy_generation(self, site_id: int, source: int, folder: Path, generation_id: int) -> None:
+        """Fill a staging folder with the files of a kept generation, linked rather than copied."""
+        for path in (self.site_folder(site_id) / f"g{source}").iterdir():
+            target = folder / path.name
+            if path.name == MANIFEST:
+                manifest = json.loads(path.read_text())
+                manifest["generation"] = generation_id
+                target.write_text(json.dumps(manifest))
+                continue
+            try:
+                os.link(path, target)
+            except OSError:
+                shutil.copy2(path, target)
 
     def site_folder(self, site_id: int) -> Path:
         return self.root / str(site_id)
@@ -110,12 +188,14 @@ class SitemapStore:
         shutil.rmtree(self.site_folder(site_id), ignore_errors=True)
 
     def export(self, site_id: int, destination: Path) -> list[str]:
-        """Copy the published set, gzip twins included, into `destination`."""
-        source = self.current_folder(site_id)
-        if source is None:
+        """Copy the published set, gzip twins and stylesheet included, into `destination`."""
+        published = self.published(site_id)
+        if published is None:
             return []
         destination.mkdir(parents=True, exist_ok=True)
-        names = sorted(p.name for p in source.iterdir())
-        for name in names:
-            shutil.copy2(source / name, destination / name)
-        return names
+        sources = [f.path for f in published.files.values()]
+        sources += [f.path.with_name(f.name + ".gz") for f in published.files.values()
+                    if f.gzip_size is not None]
+        for source in sources:
+            shutil.copy2(source, destination / source.name)
+        return sorted(source.name for source in sources)

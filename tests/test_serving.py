@@ -1,0 +1,237 @@
+"""Serving published sitemaps to crawlers: paths, hosts, HTTP caching, and consistency."""
+
+from __future__ import annotations
+
+import gzip
+import threading
+
+import pytest
+from lxml import etree
+
+from tests.builders import make_site, make_urls
+from tests.sitemap_schema import locs
+from webapp import create_app, jobs
+from webapp.sitemaps import get_store
+from webapp.urls import save_url
+
+SHOP = "https://shop.example.com"
+
+
+@pytest.fixture
+def app(database_url, tmp_path):
+    """Site changes are seen at once (no routing cache), so tests need not wait."""
+    app = create_app({"TESTING": True, "DATABASE_URL": database_url, "SECRET_KEY": "test",
+                      "INSTANCE_PATH": str(tmp_path / "instance"),
+                      "SITEMAPS_DIR": str(tmp_path / "sitemaps"), "SITE_CACHE_SECONDS": 0})
+    yield app
+    app.extensions["db_engine"].dispose()
+
+
+class ClosingClient:
+    """A test client whose responses are read and closed, as a WSGI server would close the
+    files that send_file opens (otherwise they leak and warn)."""
+
+    def __init__(self, client):
+        self._client = client
+
+    def get(self, *args, **kwargs):
+        return self._finish(self._client.get(*args, **kwargs))
+
+    def head(self, *args, **kwargs):
+        return self._finish(self._client.head(*args, **kwargs))
+
+    @staticmethod
+    def _finish(response):
+        response.get_data()
+        response.close()
+        return response
+
+
+@pytest.fixture
+def client(app):
+    return ClosingClient(app.test_client())
+
+
+@pytest.fixture
+def shop(app, session):
+    site = make_site(session, max_urls_per_file=2)
+    make_urls(session, site, 3)
+    jobs.regenerate(site.id, app)
+    return site
+
+
+def test_files_are_served_under_the_site_slug_with_protocol_headers(client, shop):
+    index = client.get("/sitemaps/shop/sitemap.xml")
+    assert index.status_code == 200
+    assert index.headers["Content-Type"] == "application/xml; charset=utf-8"
+    assert index.headers["X-Robots-Tag"] == "noindex"
+    assert "Content-Encoding" not in index.headers
+    assert locs(etree.fromstring(index.data)) == [f"{SHOP}/sitemap-1.xml", f"{SHOP}/sitemap-2.xml"]
+
+    part = client.get("/sitemaps/shop/sitemap-2.xml")
+    assert locs(etree.fromstring(part.data)) == [f"{SHOP}/page/2"]
+
+
+def test_xml_is_sent_gzip_encoded_to_clients_that_accept_it(client, shop):
+    plain = client.get("/sitemaps/shop/sitemap-1.xml")
+    encoded = client.get("/sitemaps/shop/sitemap-1.xml", headers={"Accept-Encoding": "gzip, br"})
+    assert encoded.headers["Content-Encoding"] == "gzip"
+    assert encoded.headers["Content-Type"] == "application/xml; charset=utf-8"
+    assert gzip.decompress(encoded.data) == plain.data
+    assert plain.headers["Vary"] == encoded.headers["Vary"] == "Accept-Encoding"
+    assert plain.headers["ETag"] != encoded.headers["ETag"]
+    refused = client.get("/sitemaps/shop/sitemap-1.xml", headers={"Accept-Encoding": "gzip;q=0"})
+    assert "Content-Encoding" not in refused.headers and refused.data == plain.data
+
+
+def test_gz_files_are_gzip_bytes_without_content_encoding(client, shop):
+    response = client.get("/sitemaps/shop/sitemap-1.xml.gz", headers={"Accept-Encoding": "gzip"})
+    assert response.headers["Content-Type"] == "application/gzip"
+    assert "Content-Encoding" not in response.headers
+    assert gzip.decompress(response.data) == client.get("/sitemaps/shop/sitemap-1.xml").data
+
+
+@pytest.mark.parametrize("accept", ["", "gzip"])
+def test_conditional_requests_get_304_with_the_same_validators(client, shop, accept):
+    headers = {"Accept-Encoding": accept}
+    first = client.get("/sitemaps/shop/sitemap.xml", headers=headers)
+    etag, modified = first.headers["ETag"], first.headers["Last-Modified"]
+
+    by_etag = client.get("/sitemaps/shop/sitemap.xml", headers={**headers, "If-None-Match": etag})
+    by_date = client.get("/sitemaps/shop/sitemap.xml",
+                         headers={**headers, "If-Modified-Since": modified})
+    changed = client.get("/sitemaps/shop/sitemap.xml",
+                         headers={**headers, "If-None-Match": '"something-else"'})
+
+    assert (by_etag.status_code, by_date.status_code, changed.status_code) == (304, 304, 200)
+    assert by_etag.data == by_date.data == b""
+    # RFC 7232: a 304 repeats ETag, Cache-Control and Vary (Werkzeug drops Last-Modified).
+    assert by_etag.headers["ETag"] == etag
+    assert by_etag.headers["Cache-Control"] == first.headers["Cache-Control"] == "no-cache"
+    assert by_etag.headers.get("Vary") == first.headers.get("Vary")
+
+
+def test_a_304_is_answered_without_opening_the_file(client, shop, app):
+    etag = client.get("/sitemaps/shop/sitemap-1.xml").headers["ETag"]
+    path = get_store(app).published(shop.id).files["sitemap-1.xml"].path
+    path.rename(path.with_suffix(".moved"))
+    assert client.get("/sitemaps/shop/sitemap-1.xml",
+                      headers={"If-None-Match": etag}).status_code == 304
+
+
+def test_head_answers_headers_without_a_body(client, shop):
+    response = client.head("/sitemaps/shop/sitemap.xml")
+    assert response.status_code == 200 and response.data == b""
+    assert int(response.headers["Content-Length"]) == len(client.get("/sitemaps/shop/sitemap.xml").data)
+
+
+def test_unknown_sites_files_and_unpublished_sites_are_404_with_a_reason(client, shop, session):
+    make_site(session, name="Blog", base_url="https://blog.example.com/")
+    for path, reason in (("/sitemaps/nope/sitemap.xml", b"no site 'nope'"),
+                         ("/sitemaps/shop/sitemap-9.xml", b"no file 'sitemap-9.xml'"),
+                         ("/sitemaps/shop/manifest.json", b"no file 'manifest.json'"),
+                         ("/sitemaps/blog/sitemap.xml", b"no published sitemaps yet")):
+        response = client.get(path)
+        assert response.status_code == 404, path
+        assert response.headers["Content-Type"] == "text/plain; charset=utf-8"
+        assert reason in response.data
+
+
+def test_the_sitemap_host_answers_at_public_paths(client, shop):
+    index = client.get("/sitemap.xml", base_url=SHOP)
+    assert index.status_code == 200
+    assert index.data == client.get("/sitemaps/shop/sitemap.xml").data
+    assert client.get("/sitemap-2.xml.gz", base_url=SHOP).headers["Content-Type"] == "application/gzip"
+    assert client.get("/sitemap.xml", base_url="https://shop.example.com:443").status_code == 200
+    assert client.get("/sitemap.xml", base_url="http://shop.example.com").status_code == 404
+    assert client.get("/sitemap.xml", base_url="https://other.example.com").status_code == 404
+
+
+def test_robots_txt_always_carries_the_sitemap_line(client, shop, session):
+    response = client.get("/robots.txt", base_url=SHOP)
+    assert response.headers["Content-Type"] == "text/plain; charset=utf-8"
+    assert response.text == f"User-agent: *\nDisallow:\n\nSitemap: {SHOP}/sitemap.xml\n"
+
+    shop.robots_txt = "User-agent: *\nDisallow: /cart\n"
+    session.commit()
+    assert client.get("/robots.txt", base_url=SHOP).text.endswith(
+        f"Disallow: /cart\n\nSitemap: {SHOP}/sitemap.xml\n")
+    assert client.get("/robots.txt", base_url="https://other.example.com").status_code == 404
+
+
+def test_the_indexnow_key_file_holds_only_the_key(client, shop):
+    response = client.get(f"/{shop.indexnow_key}.txt", base_url=SHOP)
+    assert response.status_code == 200
+    assert response.headers["Content-Type"] == "text/plain; charset=utf-8"
+    assert response.data == shop.indexnow_key.encode()
+    assert client.get("/0000000000000000.txt", base_url=SHOP).status_code == 404
+
+
+def test_a_sitemap_in_a_folder_is_answered_in_that_folder_only(app, client, session):
+    site = make_site(session, name="Docs", base_url="https://docs.example.com/guide/",
+                     sitemap_url="https://docs.example.com/guide/maps.xml")
+    make_urls(session, site, 1)
+    jobs.regenerate(site.id, app)
+    assert client.get("/guide/maps.xml", base_url="https://docs.example.com").status_code == 200
+    assert client.get("/maps.xml", base_url="https://docs.example.com").status_code == 404
+
+
+def test_forwarded_scheme_is_believed_only_when_configured(database_url, tmp_path, session, shop):
+    for proxies, expected in ((0, 404), (1, 200)):
+        app = create_app({"DATABASE_URL": database_url, "SECRET_KEY": "t", "PROXY_COUNT": proxies,
+                          "SITEMAPS_DIR": str(tmp_path / "sitemaps"), "SITE_CACHE_SECONDS": 0,
+                          "INSTANCE_PATH": str(tmp_path / "instance")})
+        response = ClosingClient(app.test_client()).get(
+            "/sitemap.xml", base_url="http://shop.example.com", headers={"X-Forwarded-Proto": "https"})
+        assert response.status_code == expected
+        app.extensions["db_engine"].dispose()
+
+
+def test_the_stylesheet_is_same_origin_and_can_be_turned_off(app, client, shop, session):
+    assert b'<?xml-stylesheet type="text/xsl" href="sitemap.xsl"?>' in client.get(
+        "/sitemap.xml", base_url=SHOP).data
+    xsl = client.get("/sitemap.xsl", base_url=SHOP)
+    assert xsl.headers["Content-Type"] == "text/xsl; charset=utf-8"
+    etree.XSLT(etree.fromstring(xsl.data))  # a stylesheet lxml can compile
+    html = etree.XSLT(etree.fromstring(xsl.data))(etree.fromstring(
+        client.get("/sitemap-1.xml", base_url=SHOP).data))
+    assert f"{SHOP}/page/0" in str(html)
+
+    shop.stylesheet = False
+    session.commit()
+    jobs.regenerate(shop.id, app)
+    assert b"xml-stylesheet" not in client.get("/sitemap.xml", base_url=SHOP).data
+    assert client.get("/sitemap.xsl", base_url=SHOP).status_code == 404
+
+
+def test_readers_during_publishing_always_get_a_complete_set(app, session, shop):
+    """Crawlers read the index and then every file it lists while generations publish."""
+    app.config["SITEMAP_KEEP_GENERATIONS"] = 3
+    client = ClosingClient(app.test_client())
+    problems, done = [], threading.Event()
+
+    def crawl():
+        while not done.is_set():
+            index = client.get("/sitemap.xml", base_url=SHOP)
+            names = [loc.rsplit("/", 1)[-1] for loc in locs(etree.fromstring(index.data))]
+            bodies = [client.get(f"/{name}", base_url=SHOP) for name in names]
+            if [b.status_code for b in bodies] != [200] * len(names):
+                problems.append(("missing", names, [b.status_code for b in bodies]))
+                continue
+            pages = sorted(loc for body in bodies for loc in locs(etree.fromstring(body.data)))
+            if pages != sorted(f"{SHOP}/page/{n}" for n in range(3)):
+                problems.append(("incomplete", pages))
+
+    readers = [threading.Thread(target=crawl) for _ in range(2)]
+    for reader in readers:
+        reader.start()
+    try:
+        for n in range(12):  # each generation moves one lastmod, so every set differs
+            save_url(session, shop, f"{SHOP}/page/{n % 3}", {"lastmod": f"2026-01-{n + 1:02d}"})
+            session.commit()
+            assert jobs.regenerate(shop.id, app).status == "succeeded"
+    finally:
+        done.set()
+        for reader in readers:
+            reader.join()
+    assert problems == []

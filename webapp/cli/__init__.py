@@ -1,0 +1,37 @@
+"""`flask --app webapp ...` commands. Each calls domain functions inside one session scope."""
+
+from __future__ import annotations
+
+import functools
+
+import click
+from flask import Flask
+from sqlalchemy.exc import OperationalError, ProgrammingError
+
+from webapp.errors import InvalidValue, NotFound
+from webapp.importing import ImportFormatError
+
+
+def friendly_errors(command):
+    """Bad input ends the command with a one-line reason and a non-zero status, never a traceback."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except (InvalidValue, NotFound, ImportFormatError) as exc:
+            raise click.ClickException(str(exc)) from None
+        except (OperationalError, ProgrammingError) as exc:
+            reason = str(exc.orig).strip().splitlines()[0]
+            raise click.ClickException(
+                f"the database is not ready ({reason}); run `alembic upgrade head` first") from None
+
+    return wrapper
+
+
+
+def init_app(app: Flask) -> None:
+    from webapp.cli import sitemaps, sites, urls, users
+
+    for module in (sites, urls, sitemaps, users):
+        app.cli.add_command(module.group)

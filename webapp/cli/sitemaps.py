@@ -1,0 +1,140 @@
+"""`flask sitemaps ...`: generate, export, and look back at generations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from flask.cli import AppGroup
+from sqlalchemy import select
+
+from webapp import jobs
+from webapp.cli import friendly_errors
+from webapp.db import session_scope
+from webapp.models import Generation, Site
+from webapp.sitemaps import get_store
+from webapp.sitemaps.history import diff
+from webapp.sites import find_site
+
+group = AppGroup("sitemaps", help="Generate and export sitemap files, and look back at them.")
+
+
+def _generate(site_id: int, slug: str) -> bool:
+    generation = jobs.regenerate(site_id)
+    if generation.status == "failed":
+        click.echo(f"{slug}: failed: {generation.error}", err=True)
+        return False
+    click.echo(f"{slug}: {generation.file_count} files, {generation.url_count} URLs, "
+               f"{generation.bytes} bytes ({generation.status}, generation {generation.id})")
+    return True
+
+
+@group.command("generate")
+@click.argument("site_ref", metavar="SITE", required=False)
+@click.option("--all", "all_sites", is_flag=True, help="Generate every site.")
+@friendly_errors
+def sitemaps_generate(site_ref, all_sites):
+    """Generate and publish the sitemaps of SITE (or of every site with --all)."""
+    if bool(site_ref) == all_sites:
+        raise click.UsageError("give either SITE or --all")
+    with session_scope() as session:
+        if all_sites:
+            targets = session.execute(select(Site.id, Site.slug).order_by(Site.id)).all()
+        else:
+            site = find_site(session, site_ref)
+            targets = [(site.id, site.slug)]
+    results = [_generate(site_id, slug) for site_id, slug in targets]
+    if not all(results):
+        raise SystemExit(1)
+
+
+@group.command("export")
+@click.argument("site_ref", metavar="SITE")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@friendly_errors
+def sitemaps_export(site_ref, directory):
+    """Copy the published sitemap files (and their .gz twins) into DIRECTORY."""
+    with session_scope() as session:
+        site = find_site(session, site_ref)
+    names = get_store().export(site.id, directory)
+    if not names:
+        raise click.ClickException(f"site {site.slug} has nothing published yet; "
+                                   f"run `sitemaps generate {site.slug}` first")
+    for name in names:
+        click.echo(directory / name)
+
+
+@group.command("history")
+@click.argument("site_ref", metavar="SITE")
+@click.option("--limit", default=20, show_default=True, help="How many generations to list.")
+@friendly_errors
+def sitemaps_history(site_ref, limit):
+    """The latest generations: status, duration, counts, and whether their files are kept."""
+    store = get_store()
+    with session_scope() as session:
+        site = find_site(session, site_ref)
+        current = store.current_generation(site.id)
+        generations = session.scalars(select(Generation).where(Generation.site_id == site.id)
+                                      .order_by(Generation.id.desc()).limit(limit)).all()
+        click.echo("id\tstatus\tstarted\tseconds\turls\tfiles\tbytes\tfiles on disk")
+        for g in generations:
+            seconds = f"{(g.finished_at - g.started_at).total_seconds():.1f}" if g.finished_at else "-"
+            kept = ("published" if g.id == current else
+                    "kept" if store.generation_set(site.id, g.id) else "-")
+            note = f"\trollback of {g.rollback_of}" if g.rollback_of else ""
+            error = f"\t{g.error}" if g.error else ""
+            click.echo(f"{g.id}\t{g.status}\t{g.started_at:%Y-%m-%d %H:%M:%S}\t{seconds}\t"
+                       f"{g.url_count}\t{g.file_count}\t{g.bytes}\t{kept}{note}{error}")
+
+
+@group.command("diff")
+@click.argument("site_ref", metavar="SITE")
+@click.argument("generations", nargs=-1, type=int, metavar="[OLD NEW]")
+@click.option("--limit", default=50, show_default=True, help="URLs listed per kind of change.")
+@friendly_errors
+def sitemaps_diff(site_ref, generations, limit):
+    """URLs added (+), removed (-) and changed (~) from OLD to NEW.
+
+    Without OLD and NEW: from the generation before the published one to the published one.
+    """
+    store = get_store()
+    with session_scope() as session:
+        site = find_site(session, site_ref)
+        if not generations:
+            kept = sorted(g for g in session.scalars(
+                select(Generation.id).where(Generation.site_id == site.id,
+                                            Generation.status == "succeeded"))
+                if store.generation_set(site.id, g))
+            if len(kept) < 2:
+                raise click.ClickException("fewer than two generations are kept to compare")
+            generations = (kept[-2], store.current_generation(site.id) or kept[-1])
+    if len(generations) != 2:
+        raise click.UsageError("give two generation ids, or none")
+    sets = [store.generation_set(site.id, g) for g in generations]
+    for generation, kept in zip(generations, sets):
+        if kept is None:
+            raise click.ClickException(f"the files of generation {generation} are not kept")
+    result = diff(*sets)
+    for mark, items in (("+", result.added), ("-", result.removed),
+                        ("~", [f"{loc}  ({what})" for loc, what in result.changed])):
+        for item in items[:limit]:
+            click.echo(f"{mark} {item}")
+        if len(items) > limit:
+            click.echo(f"{mark} ... and {len(items) - limit} more")
+    click.echo(f"generation {generations[0]} -> {generations[1]}: {len(result.added)} added, "
+               f"{len(result.removed)} removed, {len(result.changed)} changed")
+
+
+@group.command("rollback")
+@click.argument("site_ref", metavar="SITE")
+@click.argument("generation_id", type=int, metavar="GENERATION")
+@friendly_errors
+def sitemaps_rollback(site_ref, generation_id):
+    """Publish the files of an older generation again (until the next regeneration)."""
+    with session_scope() as session:
+        site = find_site(session, site_ref)
+    generation = jobs.rollback(site.id, generation_id)
+    if generation.status != "succeeded":
+        raise click.ClickException(f"rollback failed: {generation.error}")
+    click.echo(f"{site.slug}: generation {generation.id} publishes the files of generation "
+               f"{generation_id} ({generation.url_count} URLs)")

@@ -1,0 +1,70 @@
+"""`flask urls ...`: add, delete and import the URLs of a site."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from flask.cli import AppGroup
+
+from webapp.cli import friendly_errors
+from webapp.db import session_scope
+from webapp.importing import import_urls
+from webapp.sites import find_site
+from webapp.urls import delete_url, save_url
+
+group = AppGroup("urls", help="Add, delete and import the URLs of a site.")
+
+
+@group.command("add")
+@click.argument("site_ref", metavar="SITE")
+@click.argument("loc")
+@click.option("--lastmod", help="W3C Datetime, e.g. 2024-05-01 or 2024-05-01T10:00:00+02:00.")
+@click.option("--changefreq", type=click.Choice(["always", "hourly", "daily", "weekly", "monthly",
+                                                 "yearly", "never"]))
+@click.option("--priority", help="0.0 to 1.0.")
+@click.option("--image", "images", multiple=True, help="URL of an image on the page (repeatable).")
+@click.option("--alternate", "alternates", multiple=True,
+              help="LANG=URL of a translation, e.g. de=https://... (repeatable).")
+@friendly_errors
+def urls_add(site_ref, loc, lastmod, changefreq, priority, images, alternates):
+    """Add a URL, or update the one with the same loc."""
+    fields = {name: value for name, value in
+              (("lastmod", lastmod), ("changefreq", changefreq), ("priority", priority))
+              if value is not None}
+    with session_scope() as session:
+        site = find_site(session, site_ref)
+        url, created = save_url(session, site, loc, fields, images or None, alternates or None)
+        click.echo(f"{'added' if created else 'updated'} {url.loc}")
+
+
+@group.command("delete")
+@click.argument("site_ref", metavar="SITE")
+@click.argument("loc")
+@friendly_errors
+def urls_delete(site_ref, loc):
+    """Remove a URL from the sitemaps (it is kept to tell search engines it is gone)."""
+    with session_scope() as session:
+        url = delete_url(session, find_site(session, site_ref), loc)
+        click.echo(f"deleted {url.loc}")
+
+
+@group.command("import")
+@click.argument("site_ref", metavar="SITE")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@friendly_errors
+def urls_import(site_ref, file):
+    """Import a CSV (header loc,lastmod,changefreq,priority) or a list of URLs, one per line.
+
+    Valid rows are stored, each rejected row is listed with its line number and reason, and
+    the command exits with status 1 when any row was rejected.
+    """
+    with session_scope() as session, open(file, encoding="utf-8", newline="") as stream:
+        report = import_urls(session, find_site(session, site_ref), stream)
+    click.echo(report.summary())
+    for line, reason in report.rejections:
+        click.echo(f"line {line}: {reason}", err=True)
+    if report.rejected > len(report.rejections):
+        click.echo(f"... and {report.rejected - len(report.rejections)} more rejections", err=True)
+    if report.rejected:
+        raise SystemExit(1)

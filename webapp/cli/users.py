@@ -1,0 +1,52 @@
+"""`flask users ...`: dashboard accounts."""
+
+from __future__ import annotations
+
+import click
+from flask import current_app
+from flask.cli import AppGroup
+
+from webapp.cli import friendly_errors
+from webapp.db import session_scope
+from webapp.users import ROLES, create_user, ensure_admin, find_user, set_password
+
+group = AppGroup("users", help="Manage dashboard accounts.")
+
+
+@group.command("create")
+@click.argument("email")
+@click.option("--role", type=click.Choice(ROLES), default="viewer", show_default=True)
+@click.option("--password", prompt=True, hide_input=True, confirmation_prompt=True)
+@friendly_errors
+def users_create(email, role, password):
+    """Create a dashboard account."""
+    with session_scope() as session:
+        user = create_user(session, email, password, role)
+        click.echo(f"created {user.email} ({user.role})")
+
+
+@group.command("set-password")
+@click.argument("email")
+@click.option("--password", prompt=True, hide_input=True, confirmation_prompt=True)
+@friendly_errors
+def users_set_password(email, password):
+    """Give an account a new password."""
+    with session_scope() as session:
+        set_password(find_user(session, email), password)
+    click.echo(f"password changed for {email}")
+
+
+@group.command("ensure-admin")
+@friendly_errors
+def users_ensure_admin():
+    """Create the first admin account if there is none, and say how to sign in."""
+    with session_scope() as session:
+        admin, password = ensure_admin(session)
+        email = admin.email
+    port = current_app.config.get("PORT", 5000)
+    if password:
+        click.echo(f"Created admin account. Sign in at http://127.0.0.1:{port}/ as {email} "
+                   f"with password: {password}")
+    else:
+        click.echo(f"Sign in at http://127.0.0.1:{port}/ as {email}. Forgot the password? "
+                   f"flask --app webapp users set-password {email}")

@@ -1,0 +1,59 @@
+"""What changed between two published generations, read from their files."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from lxml import etree
+
+from webapp.protocol import SITEMAP_NS
+from webapp.sitemaps.publish import PublishedSet
+
+_URL = f"{{{SITEMAP_NS}}}url"
+_LOC = f"{{{SITEMAP_NS}}}loc"
+_FIELDS = ("lastmod", "changefreq", "priority")
+
+
+@dataclass
+class Diff:
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    changed: list[tuple[str, str]] = field(default_factory=list)  # (loc, what changed)
+
+
+def _entries(published: PublishedSet) -> Iterator[tuple[str, tuple]]:
+    """(loc, everything else written for it) for every URL in the set's urlset files."""
+    for file in sorted(published.files.values(), key=lambda f: f.name):
+        if file.kind != "urlset":
+            continue
+        for _, element in etree.iterparse(str(file.path), tag=_URL, resolve_entities=False,
+                                          no_network=True):
+            loc = element.findtext(_LOC)
+            fields = tuple(element.findtext(f"{{{SITEMAP_NS}}}{name}") for name in _FIELDS)
+            extensions = b"".join(etree.tostring(child) for child in element
+                                  if not str(child.tag).startswith(f"{{{SITEMAP_NS}}}"))
+            yield loc, (*fields, extensions)
+            element.clear()
+
+
+def _describe(before: tuple, after: tuple) -> str:
+    parts = [f"{name} {old or '-'} -> {new or '-'}"
+             for name, old, new in zip(_FIELDS, before, after) if old != new]
+    if before[-1] != after[-1]:
+        parts.append("images or alternates changed")
+    return ", ".join(parts)
+
+
+def diff(old: PublishedSet, new: PublishedSet) -> Diff:
+    """URLs added, removed and changed from `old` to `new`, in the order the files list them."""
+    before = dict(_entries(old))
+    result = Diff()
+    for loc, entry in _entries(new):
+        previous = before.pop(loc, None)
+        if previous is None:
+            result.added.append(loc)
+        elif previous != entry:
+            result.changed.append((loc, _describe(previous, entry)))
+    result.removed = list(before)
+    return result

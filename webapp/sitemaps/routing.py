@@ -1,0 +1,102 @@
+"""Which site a public request is for: by slug, or by the host it was sent to.
+
+Serving must not query the database for every crawler request, so each process keeps a small
+table of every site's public addresses and rebuilds it at most every `ttl` seconds; a change
+to a site reaches every process within that time.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
+
+from sqlalchemy import select
+from sqlalchemy.orm import sessionmaker
+
+from webapp.models import Site
+from webapp.protocol import DEFAULT_PORTS, origin
+from webapp.sites import robots_txt
+
+
+@dataclass(frozen=True)
+class SiteRoute:
+    id: int
+    slug: str
+    site_origin: str  # scheme://host[:port] of the pages: robots.txt and the key file live here
+    sitemap_origin: str  # scheme://host[:port] of the sitemap files
+    sitemap_folder: str  # decoded path of the sitemap's directory, ending with "/"
+    entry_name: str  # the file name of the sitemap URL, e.g. sitemap.xml
+    robots_txt: str
+    indexnow_key: str
+
+
+def _route(site: Site) -> SiteRoute:
+    path = urlsplit(site.sitemap_url).path
+    return SiteRoute(
+        id=site.id, slug=site.slug, site_origin=origin(site.base_url),
+        sitemap_origin=origin(site.sitemap_url), sitemap_folder=unquote(path[: path.rfind("/") + 1]),
+        entry_name=path.rsplit("/", 1)[-1], robots_txt=robots_txt(site),
+        indexnow_key=site.indexnow_key)
+
+
+def request_origin(scheme: str, host: str) -> str:
+    """scheme://host[:port] of a request, written the way normalised URLs write it."""
+    host = host.lower()
+    name, _, port = host.rpartition(":") if host.rfind(":") > host.rfind("]") else (host, "", "")
+    if port and port.isdigit() and int(port) == DEFAULT_PORTS.get(scheme):
+        host = name
+    return f"{scheme}://{host}"
+
+
+class SiteRoutes:
+    """slug -> route, and origin -> routes, rebuilt from the database when older than `ttl`."""
+
+    def __init__(self, sessions: sessionmaker, ttl: float):
+        self._sessions, self._ttl = sessions, ttl
+        self._lock = threading.Lock()
+        self._loaded_at = float("-inf")
+        self._by_slug: dict[str, SiteRoute] = {}
+        self._by_sitemap_origin: dict[str, list[SiteRoute]] = {}
+        self._by_site_origin: dict[str, list[SiteRoute]] = {}
+
+    def _fresh(self) -> None:
+        if time.monotonic() - self._loaded_at < self._ttl:
+            return
+        with self._lock:
+            if time.monotonic() - self._loaded_at < self._ttl:
+                return
+            with self._sessions() as session:
+                routes = [_route(site) for site in session.scalars(select(Site))]
+            by_sitemap, by_site = defaultdict(list), defaultdict(list)
+            for route in routes:
+                by_sitemap[route.sitemap_origin].append(route)
+                by_site[route.site_origin].append(route)
+            self._by_slug = {route.slug: route for route in routes}
+            self._by_sitemap_origin, self._by_site_origin = dict(by_sitemap), dict(by_site)
+            self._loaded_at = time.monotonic()
+
+    def invalidate(self) -> None:
+        self._loaded_at = float("-inf")
+
+    def by_slug(self, slug: str) -> SiteRoute | None:
+        self._fresh()
+        return self._by_slug.get(slug)
+
+    def sitemap_candidates(self, request_origin: str, path: str) -> list[tuple[SiteRoute, str]]:
+        """(site, file name) pairs whose sitemap folder this request path is in."""
+        self._fresh()
+        found = []
+        for route in self._by_sitemap_origin.get(request_origin, ()):
+            if path.startswith(route.sitemap_folder):
+                name = path[len(route.sitemap_folder):]
+                if name and "/" not in name:
+                    found.append((route, name))
+        return found
+
+    def site_host(self, request_origin: str) -> list[SiteRoute]:
+        """The sites whose pages are on this origin (usually one)."""
+        self._fresh()
+        return self._by_site_origin.get(request_origin, [])

@@ -1,0 +1,73 @@
+<?xml version="1.0" encoding="UTF-8"?>
+<!-- Renders a sitemap or sitemap index as a table for people who open it in a browser.
+     Crawlers ignore the xml-stylesheet instruction that points here. -->
+<xsl:stylesheet version="1.0"
+    xmlns:xsl="http://www.w3.org/1999/XSL/Transform"
+    xmlns:sm="http://www.sitemaps.org/schemas/sitemap/0.9"
+    xmlns:image="http://www.google.com/schemas/sitemap-image/1.1"
+    xmlns:xhtml="http://www.w3.org/1999/xhtml"
+    exclude-result-prefixes="sm image xhtml">
+  <xsl:output method="html" encoding="UTF-8" indent="yes" doctype-system="about:legacy-compat"/>
+  <xsl:template match="/">
+    <html lang="en">
+      <head>
+        <meta charset="utf-8"/>
+        <meta name="viewport" content="width=device-width, initial-scale=1"/>
+        <meta name="robots" content="noindex"/>
+        <title>XML sitemap</title>
+        <style>
+          body { font: 15px/1.5 system-ui, sans-serif; margin: 2rem auto; max-width: 72rem; padding: 0 1rem; color: #1a1a1a; }
+          table { border-collapse: collapse; width: 100%; }
+          th, td { text-align: left; padding: .35rem .6rem; border-bottom: 1px solid #ddd; vertical-align: top; }
+          th { background: #f3f4f6; position: sticky; top: 0; }
+          td.url { word-break: break-all; }
+          p.note { color: #555; }
+        </style>
+      </head>
+      <body>
+        <xsl:apply-templates select="sm:urlset | sm:sitemapindex"/>
+      </body>
+    </html>
+  </xsl:template>
+
+  <xsl:template match="sm:sitemapindex">
+    <h1>Sitemap index</h1>
+    <p class="note">This index lists <xsl:value-of select="count(sm:sitemap)"/> sitemap files.
+      It is meant for search engines; this table is only a view of it.</p>
+    <table>
+      <thead><tr><th scope="col">Sitemap</th><th scope="col">Last modified</th></tr></thead>
+      <tbody>
+        <xsl:for-each select="sm:sitemap">
+          <tr>
+            <td class="url"><a href="{sm:loc}"><xsl:value-of select="sm:loc"/></a></td>
+            <td><xsl:value-of select="sm:lastmod"/></td>
+          </tr>
+        </xsl:for-each>
+      </tbody>
+    </table>
+  </xsl:template>
+
+  <xsl:template match="sm:urlset">
+    <h1>XML sitemap</h1>
+    <p class="note">This file lists <xsl:value-of select="count(sm:url)"/> URLs.
+      It is meant for search engines; this table is only a view of it.</p>
+    <table>
+      <thead>
+        <tr><th scope="col">URL</th><th scope="col">Last modified</th><th scope="col">Change frequency</th>
+          <th scope="col">Priority</th><th scope="col">Images</th><th scope="col">Languages</th></tr>
+      </thead>
+      <tbody>
+        <xsl:for-each select="sm:url">
+          <tr>
+            <td class="url"><a href="{sm:loc}"><xsl:value-of select="sm:loc"/></a></td>
+            <td><xsl:value-of select="sm:lastmod"/></td>
+            <td><xsl:value-of select="sm:changefreq"/></td>
+            <td><xsl:value-of select="sm:priority"/></td>
+            <td><xsl:value-of select="count(image:image)"/></td>
+            <td><xsl:for-each select="xhtml:link"><xsl:value-of select="@hreflang"/><xsl:text> </xsl:text></xsl:for-each></td>
+          </tr>
+        </xsl:for-each>
+      </tbody>
+    </table>
+  </xsl:template>
+</xsl:stylesheet>
