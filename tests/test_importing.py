@@ -14,10 +14,10 @@ from webapp.models import Url
 SHOP = "https://shop.example.com/"
 
 
-def chunks_of(text: str, size: int, quoted: bool = True) -> list[tuple[int, str]]:
+def chunks_of(text: str, size: int) -> list[tuple[int, str]]:
     stream = io.StringIO(text)
-    columns, first = read_header(stream)
-    return list(text_chunks(stream, first, quoted=bool(columns) and quoted, size=size))
+    columns, first_line, first = read_header(stream)
+    return list(text_chunks(stream, first_line, first, quoted=bool(columns), size=size))
 
 
 def test_chunks_hold_whole_lines_and_know_their_first_line_number():
@@ -110,3 +110,64 @@ def test_a_header_with_an_unknown_column_stores_nothing(session):
         import_urls(session, site, io.StringIO(f"loc,title\n{SHOP}a,Hello\n"))
     session.rollback()
     assert session.scalars(select(Url)).all() == []
+
+
+def test_a_stray_quote_inside_a_field_neither_hangs_nor_swallows_the_file(session):
+    rows = [f'{SHOP}tv/5"-screen,2024-01-01'] + [f"{SHOP}p{n},2024-01-01" for n in range(3000)]
+    text = "loc,lastmod\n" + "\n".join(rows) + "\n"
+    assert len(chunks_of(text, size=4096)) > 10
+    site = make_site(session)
+    report = import_urls(session, site, io.StringIO(text), chunk_chars=4096)
+    assert report.summary() == "added 3001, updated 0, unchanged 0, rejected 0"
+    assert session.scalar(select(Url.loc).order_by(Url.id)) == f"{SHOP}tv/5%22-screen"
+
+
+@pytest.mark.parametrize("text, message", [
+    (f"url,lastmod\n{SHOP}a,2024-01-01\n", "no header line naming a loc column"),
+    (f"{SHOP}b,2024-01-01,daily,0.5\n", "looks like CSV"),
+])
+def test_csv_without_a_loc_header_is_refused_rather_than_stored_as_urls(session, text, message):
+    site = make_site(session)
+    with pytest.raises(ImportFormatError, match=message):
+        import_urls(session, site, io.StringIO(text))
+
+
+def test_a_plain_url_with_a_comma_is_still_a_url(session):
+    site = make_site(session)
+    report = import_urls(session, site, io.StringIO(f"{SHOP}a,b\n{SHOP}c\n"))
+    assert report.added == 2
+    assert session.scalars(select(Url.loc).order_by(Url.id)).all() == [f"{SHOP}a,b", f"{SHOP}c"]
+
+
+def test_blank_lines_before_the_header_are_skipped_and_counted(session):
+    site = make_site(session)
+    report = import_urls(session, site, io.StringIO(f"\n\nloc,priority\n{SHOP}a,2\n"))
+    assert report.rejections == [(4, "priority '2': must be from 0.0 to 1.0 (0.5 is the default)")]
+
+
+def test_only_line_feeds_end_lines_in_a_plain_list(session):
+    site = make_site(session)
+    report = import_urls(session, site, io.StringIO(f"{SHOP}x\u0085y\n{SHOP}ok\nnot-a-url\n"))
+    session.commit()
+    assert [line for line, _ in report.rejections] == [3]
+    assert session.scalars(select(Url.loc).order_by(Url.id)).all() == [
+        f"{SHOP}x%C2%85y", f"{SHOP}ok"]
+
+
+def test_a_row_spanning_lines_is_reported_at_its_first_line(session):
+    site = make_site(session)
+    report = import_urls(session, site, io.StringIO(
+        f'loc,lastmod\n{SHOP}a,2024-01-01\n"{SHOP}b\nc",2024-01-01\n{SHOP}d,bad\n'))
+    assert [line for line, _ in report.rejections] == [3, 5]
+
+
+@pytest.mark.parametrize("chunk_chars", [100, 1 << 20])
+def test_repeated_locs_count_the_same_whatever_the_chunking(session, chunk_chars):
+    site = make_site(session)
+    rows = [f"{SHOP}p{n % 20},0.{n // 20}" for n in range(30)]  # p0-p9 again, now with 0.1
+    report = import_urls(session, site, io.StringIO("loc,priority\n" + "\n".join(rows) + "\n"),
+                         chunk_chars=chunk_chars)
+    session.commit()
+    assert (report.added, report.duplicates, report.updated) == (20, 10, 0)
+    assert session.scalar(select(Url.priority).where(Url.loc == f"{SHOP}p0")) == 0.1
+    assert session.scalar(select(Url.priority).where(Url.loc == f"{SHOP}p15")) == 0.0

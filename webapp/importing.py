@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TextIO
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
@@ -53,7 +53,7 @@ class ImportReport:
         text = (f"added {self.added}, updated {self.updated}, unchanged {self.unchanged}, "
                 f"rejected {self.rejected}")
         if self.duplicates:
-            text += f" ({self.duplicates} lines repeated a loc of a later line, which was kept)"
+            text += f" ({self.duplicates} lines repeated a loc already in the file: the last one is kept)"
         return text
 
 
@@ -61,24 +61,52 @@ class ImportFormatError(ValueError):
     """The file as a whole cannot be read (not the fault of one row)."""
 
 
-def read_header(stream: TextIO) -> tuple[tuple[str, ...], str]:
-    """The file's columns, and its first line when that is data (a plain list has no header)."""
-    first = stream.readline().lstrip("\ufeff")
-    header = [cell.strip().lower() for cell in next(csv.reader([first]), [])]
-    if "loc" not in header:
-        return (), first
-    unknown = [name for name in header if name not in COLUMNS]
-    if unknown or len(set(header)) != len(header):
-        raise ImportFormatError(f"line 1: unknown or repeated column {(unknown or header)[0]!r}; "
-                                f"the columns are {', '.join(COLUMNS)} (loc is required)")
-    return tuple(header), ""
+def read_header(stream: TextIO) -> tuple[tuple[str, ...], int, str]:
+    """The file's columns, the number of the first data line, and that line when it is data.
+
+    A first line naming `loc` is a CSV header; otherwise the file is a plain list of URLs,
+    unless its first line looks like a CSV row, which would store whole rows as locs.
+    """
+    number, first = 0, ""
+    while not first.strip():
+        first = stream.readline()
+        number += 1
+        if number == 1:
+            first = first.lstrip("\ufeff")
+        if not first:
+            return (), number, ""
+    cells = [cell.strip() for cell in next(csv.reader([first]), [])]
+    header = [cell.lower() for cell in cells]
+    if "loc" in header:
+        unknown = [name for name in header if name not in COLUMNS]
+        if unknown or len(set(header)) != len(header):
+            raise ImportFormatError(
+                f"line {number}: unknown or repeated column {(unknown or header)[0]!r}; the "
+                f"columns are {', '.join(COLUMNS)} (loc is required)")
+        return tuple(header), number + 1, ""
+    if len(cells) > 1 and (not cells[0].lower().startswith(("http://", "https://"))
+                           or any(_is_field_value(cell) for cell in cells[1:])):
+        raise ImportFormatError(
+            f"line {number} looks like CSV but there is no header line naming a loc column; "
+            f"start the file with a header such as {','.join(COLUMNS)}")
+    return (), number, first
 
 
-def text_chunks(stream: TextIO, first: str, quoted: bool,
+def _is_field_value(cell: str) -> bool:
+    for rule in FIELD_RULES.values():
+        try:
+            if cell and rule(cell) is not None:
+                return True
+        except InvalidValue:
+            pass
+    return False
+
+
+def text_chunks(stream: TextIO, first_line: int, first: str, quoted: bool,
                 size: int) -> Iterator[tuple[int, str]]:
     """(number of its first line, text) pieces of whole lines; with `quoted` (CSV), never
     cutting inside a quoted field."""
-    line, carry = (1 if first else 2), first
+    line, carry = first_line, first
     while True:
         block = stream.read(size)
         text = carry + block
@@ -86,27 +114,44 @@ def text_chunks(stream: TextIO, first: str, quoted: bool,
             if text:
                 yield line, text
             return
-        cut = text.rfind("\n") + 1
-        # An odd number of quotes before a line break means it is inside a quoted CSV field.
-        while quoted and cut and text.count('"', 0, cut) % 2:
-            cut = text.rfind("\n", 0, cut - 1) + 1
+        cut = _cut(text, quoted, stuck=len(text) > 2 * size)
         if cut:
             yield line, text[:cut]
             line += text.count("\n", 0, cut)
         carry = text[cut:]
 
 
+def _cut(text: str, quoted: bool, stuck: bool) -> int:
+    """Where to end a chunk: after the last line break outside quotes (as far as we can tell)."""
+    cut = text.rfind("\n") + 1
+    if not quoted:
+        return cut
+    quotes = text.count('"', 0, cut)
+    while cut and quotes % 2:  # an odd number of quotes before it: inside a quoted field
+        previous = text.rfind("\n", 0, cut - 1) + 1
+        quotes -= text.count('"', previous, cut)
+        cut = previous
+    if not cut and stuck:
+        # A quote inside an unquoted field (5"-screen) is literal to CSV but spoils the count;
+        # cut by lines and let the csv module read the quote as it will.
+        return text.rfind("\n") + 1
+    return cut
+
+
 def _rows(columns: tuple[str, ...], first_line: int, text: str) -> Iterator[Row]:
+    """(number of the line the row starts on, cells) for every non-blank row of a chunk."""
     if not columns:
-        for number, raw in enumerate(text.splitlines(), start=first_line):
+        for number, raw in enumerate(text.split("\n"), start=first_line):
             raw = raw.strip()
             if raw and not raw.startswith("#"):
                 yield number, [raw]
         return
     reader = csv.reader(io.StringIO(text))
+    consumed = 0
     for cells in reader:
+        start, consumed = first_line + consumed, reader.line_num
         if cells:
-            yield first_line + reader.line_num - 1, cells
+            yield start, cells
 
 
 def validate_text(base_url: str, encoding: str, columns: tuple[str, ...],
@@ -155,9 +200,11 @@ def import_urls(session: Session, site: Site, stream: TextIO, parallel: bool | N
     pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) if parallel \
         else None
     try:
-        columns, first = read_header(stream)
+        columns, first_line, first = read_header(stream)
         validate = partial(validate_text, site.base_url, site.encoding, columns)
-        chunks = text_chunks(stream, first, quoted=bool(columns), size=chunk_chars)
+        chunks = text_chunks(stream, first_line, first, quoted=bool(columns), size=chunk_chars)
+        # Rows above this id were added by this import: meeting one again is a repeated line.
+        last_id_before = session.scalar(select(func.max(Url.id))) or 0
         for valid, rejected in (_map_ahead(pool, validate, chunks) if pool else map(validate, chunks)):
             for line, reason in rejected:
                 report.reject(line, reason)
@@ -167,7 +214,7 @@ def import_urls(session: Session, site: Site, stream: TextIO, parallel: bool | N
                     report.duplicates += 1
                 batch[values[0]] = values
             if batch:
-                _write_batch(session, site, columns or ("loc",), batch, report)
+                _write_batch(session, site, columns or ("loc",), batch, report, last_id_before)
     except (UnicodeDecodeError, csv.Error) as exc:
         raise ImportFormatError(f"the file cannot be read as UTF-8 CSV or text: {exc}") from None
     finally:
@@ -197,7 +244,7 @@ def _insert_many(connection: Connection, rows: list[tuple]) -> None:
 
 
 def _write_batch(session: Session, site: Site, columns: tuple[str, ...],
-                 batch: dict[str, tuple], report: ImportReport) -> None:
+                 batch: dict[str, tuple], report: ImportReport, last_id_before: int) -> None:
     """Insert the new locs, update the changed ones, undelete the deleted ones."""
     connection = session.connection()
     existing = {row.loc: row for row in connection.execute(
@@ -213,7 +260,11 @@ def _write_batch(session: Session, site: Site, columns: tuple[str, ...],
             continue
         given = dict(zip(columns, values))
         changed = {name: value for name, value in given.items() if getattr(row, name) != value}
-        if row.deleted_at is not None:
+        if row.id > last_id_before and row.deleted_at is None:
+            report.duplicates += 1
+            if changed:
+                updates.append({"id": row.id, **changed})
+        elif row.deleted_at is not None:
             updates.append({"id": row.id, "deleted_at": None, **given})
             report.added += 1
         elif changed:
