@@ -68,7 +68,8 @@ def test_creating_sites_prints_a_distinct_slug_for_each(runner):
     assert shown(runner, "my-shop-2")["sitemap_url"] == f"{SHOP}b2b/sitemap.xml"
 
 
-@pytest.mark.parametrize("name, slug", [("Café Crème", "cafe-creme"), ("日本語", "site")])
+@pytest.mark.parametrize("name, slug", [("Café Crème", "cafe-creme"), ("日本語", "site"),
+                                        ("2024", "site-2024")])
 def test_slugs_fold_accents_and_fall_back_when_nothing_is_left(runner, name, slug):
     result = runner.invoke(args=["sites", "create", name, SHOP])
     assert (result.exit_code, result.stdout) == (0, f"{slug}\n")
@@ -157,6 +158,15 @@ def test_a_base_url_that_would_leave_stored_urls_outside_is_refused(runner, shop
 
     assert_fails_cleanly(result, "base_url", "would leave 1 stored URLs outside")
     assert shown(runner, shop)["base_url"] == SHOP
+
+
+def test_urls_add_folds_the_case_of_changefreq_like_the_import_does(runner, shop, tmp_path):
+    result = runner.invoke(args=["urls", "add", shop, f"{SHOP}a", "--changefreq", "Daily"])
+    bad = runner.invoke(args=["urls", "add", shop, f"{SHOP}b", "--changefreq", "sometimes"])
+    assert result.exit_code == 0
+    assert_fails_cleanly(bad, "changefreq 'sometimes': must be one of always, hourly")
+    root = published_root(runner, shop, tmp_path / "out")
+    assert root.xpath("//sm:changefreq/text()", namespaces=NS) == ["daily"]
 
 
 def test_urls_add_stores_every_field_and_a_second_add_updates(runner, shop, tmp_path):

@@ -12,6 +12,7 @@ from sqlalchemy import select
 from tests.builders import make_site, make_urls
 from tests.sitemap_schema import NS, locs, parse
 from webapp import jobs
+from webapp.errors import InvalidValue
 from webapp.models import Generation, GenerationFile, Url, UrlAlternate, UrlImage
 from webapp.sitemaps import get_store
 from webapp.sitemaps.build import Limits, UrlsetWriter, image_fragment, url_fragment, urlset_open
@@ -286,12 +287,19 @@ def test_readers_see_one_complete_set_while_publishing(tmp_path):
 def test_removing_images_and_alternates_leaves_no_rows_behind(app, session):
     site = make_site(session)
     url, _ = save_url(session, site, "https://shop.example.com/x", images=["https://cdn.example.net/1.jpg"],
-                      alternates=["fr=https://shop.example.com/fr/x"])
+                      alternates=["en=https://shop.example.com/x", "fr=https://shop.example.com/fr/x"])
     session.commit()
     save_url(session, site, url.loc, images=[], alternates=[])
     session.commit()
     assert session.scalars(select(UrlImage)).all() == []
     assert session.scalars(select(UrlAlternate)).all() == []
+
+
+def test_an_hreflang_cluster_must_include_the_page_itself(app, session):
+    site = make_site(session)
+    with pytest.raises(InvalidValue, match="must include https://shop.example.com/x itself"):
+        save_url(session, site, "https://shop.example.com/x",
+                 alternates=["fr=https://shop.example.com/fr/x"])
 
 
 def test_regenerating_an_unknown_site_is_an_error(app):

@@ -18,7 +18,9 @@ XSD_LASTMOD = re.compile(r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}:\d{2}\+00:00)?$")
 SEED = "http://www.example.com/search?サイトマップ"
 SEED_UTF8 = "http://www.example.com/search?%E3%82%B5%E3%82%A4%E3%83%88%E3%83%9E%E3%83%83%E3%83%97"
 SEED_EUC_JP = "http://www.example.com/search?%A5%B5%A5%A4%A5%C8%A5%DE%A5%C3%A5%D7"
-SEED_SJIS = "http://www.example.com/search?%83%54%83%43%83%67%83%7D%83%62%83%76"
+# Shift_JIS trail bytes 0x54 ('T'), 0x43 ('C')... are ASCII letters, written as letters, as
+# browsers do; %83T and %83%54 are the same bytes on the wire (RFC 3986 section 6.2.2.2).
+SEED_SJIS = "http://www.example.com/search?%83T%83C%83g%83%7D%83b%83v"
 EX = "http://example.com/"
 
 
@@ -58,7 +60,7 @@ def test_normalizing_an_already_normalized_url_returns_it_unchanged(url):
 
 @pytest.mark.parametrize("tail, expected", [
     ("%e3%82%b5", "%E3%82%B5"), ("?q=%c3%bc", "?q=%C3%BC"), ("100%", "100%25"),
-    ("a%2", "a%252"), ("?q=%zz", "?q=%25zz"), ("%%41", "%25%41"),
+    ("a%2", "a%252"), ("?q=%zz", "?q=%25zz"), ("%%41", "%25A"), ("%7euser%2D1", "~user-1"),
 ])
 def test_escapes_are_upper_cased_and_a_lone_percent_becomes_percent_25(tail, expected):
     assert normalize_url(EX + tail) == EX + expected
@@ -347,15 +349,18 @@ def test_a_codec_that_is_not_a_character_encoding_is_rejected(name):
 def test_normalize_url_is_ascii_and_idempotent_for_arbitrary_path_text():
     hypothesis = pytest.importorskip("hypothesis")
 
-    @hypothesis.settings(max_examples=300, database=None, deadline=None)
-    @hypothesis.given(hypothesis.strategies.text(max_size=60))
-    def check(segment):
+    st = hypothesis.strategies
+
+    @hypothesis.settings(max_examples=600, database=None, deadline=None)
+    @hypothesis.given(st.text(max_size=60), st.sampled_from(["utf-8", "euc-jp", "shift_jis",
+                                                             "iso-8859-1", "gb18030"]))
+    def check(segment, encoding):
         try:
-            url = normalize_url("https://example.com/" + segment)
+            url = normalize_url("https://example.com/" + segment, encoding)
         except ProtocolError:
             return
         assert url.isascii() and url.startswith("https://example.com/")
-        assert normalize_url(url) == url
+        assert normalize_url(url, encoding) == url
 
     check()
 

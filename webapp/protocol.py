@@ -70,6 +70,9 @@ _NEEDS_PERCENT = {
     "query": re.compile(f"[^{_PATH_OK}?%]+|%(?![0-9A-Fa-f]{{2}})"),
 }
 _LOWER_ESCAPE = re.compile(r"%(?:[a-f][0-9a-fA-F]|[0-9A-F][a-f])")
+# Escapes of unreserved characters (letters, digits, - . _ ~) mean the character itself
+# (RFC 3986 section 6.2.2.2); decoding them first keeps %2E%2E from hiding a `..` segment.
+_UNRESERVED_ESCAPE = re.compile(r"%(?:2[DEde]|3[0-9]|[46][1-9A-Fa-f]|[57][0-9Aa]|5[Ff]|7[Ee])")
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
 _HOST_OK = re.compile(r"[a-z0-9.\-]+|[0-9a-f:.]*:[0-9a-f:.]*")
 
@@ -80,11 +83,31 @@ def check_encoding(name: str) -> str:
         codec = codecs.lookup(name.strip())
     except LookupError:
         codec = None
-    # base64, rot13, zlib and friends are codecs but do not turn text into bytes.
-    if codec is None or not getattr(codec, "_is_text_encoding", True):
-        raise ProtocolError("encoding", name, "is not a character encoding this server knows "
-                            "(examples: utf-8, euc-jp, shift_jis)")
+    # base64, rot13 and zlib are codecs but not text encodings; UTF-16, UTF-7, punycode or
+    # unicode_escape would mangle the ASCII part of a URL or "encode" into ASCII escapes.
+    if codec is None or not getattr(codec, "_is_text_encoding", True) or not _ascii_compatible(codec):
+        raise ProtocolError("encoding", name, "is not a character encoding URLs can be written "
+                            "in (examples: utf-8, euc-jp, shift_jis, iso-8859-1)")
     return codec.name
+
+
+_ASCII_PROBE = "".join(chr(c) for c in range(0x20, 0x7F))
+
+
+def _ascii_compatible(codec: codecs.CodecInfo) -> bool:
+    """ASCII stays as it is and at least one non-ASCII letter becomes non-ASCII bytes."""
+    try:
+        if codec.encode(_ASCII_PROBE)[0] != _ASCII_PROBE.encode("ascii"):
+            return False
+    except (UnicodeError, ValueError):
+        return False
+    encoded = []
+    for probe in ("é", "あ", "ж", "中"):
+        try:
+            encoded.append(codec.encode(probe)[0])
+        except (UnicodeError, ValueError):
+            continue
+    return bool(encoded) and all(max(data) >= 0x80 for data in encoded)
 
 
 def _percent_encode(part: str, kind: str, encoding: str, field: str) -> str:
@@ -95,9 +118,13 @@ def _percent_encode(part: str, kind: str, encoding: str, field: str) -> str:
             raw = match.group(0).encode(encoding)
         except UnicodeEncodeError:
             raise ProtocolError(field, part, f"has characters that {encoding} cannot encode") from None
-        return "%" + raw.hex("%").upper()
+        encoded = "%" + raw.hex("%").upper()
+        if min(raw) < 0x80:  # an ASCII trail byte (Shift_JIS 0x54 is "T") is written as itself
+            encoded = _UNRESERVED_ESCAPE.sub(lambda m: chr(int(m.group(0)[1:], 16)), encoded)
+        return encoded
 
     if "%" in part:  # RFC 3986 prefers upper-case hex in escapes that are already there
+        part = _UNRESERVED_ESCAPE.sub(lambda m: chr(int(m.group(0)[1:], 16)), part)
         part = _LOWER_ESCAPE.sub(lambda m: m.group(0).upper(), part)
     return _NEEDS_PERCENT[kind].sub(encode_run, part)
 
@@ -166,11 +193,12 @@ _CANONICAL = re.compile(
 
 def normalize_url(raw: str, encoding: str = "utf-8", field: str = "loc") -> str:
     """An absolute http(s) URL, RFC 3986-encoded; already-encoded input comes back unchanged."""
-    if isinstance(raw, str) and _CANONICAL.fullmatch(raw) and "/." not in raw:
+    if (isinstance(raw, str) and _CANONICAL.fullmatch(raw) and "/." not in raw
+            and ("%" not in raw or not _UNRESERVED_ESCAPE.search(raw))):
         if MIN_LOC_LENGTH <= len(raw) <= MAX_LOC_LENGTH and raw.count("/") > 2:
             return raw
     parts = _split(field, raw)
-    path = _percent_encode(remove_dot_segments(parts.path or "/"), "path", encoding, field)
+    path = remove_dot_segments(_percent_encode(parts.path or "/", "path", encoding, field))
     query = _percent_encode(parts.query, "query", encoding, field)
     fragment = _percent_encode(parts.fragment, "query", encoding, field)
     url = urlunsplit((parts.scheme, parts.netloc, path, query, fragment))

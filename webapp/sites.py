@@ -53,9 +53,9 @@ def _check_name(value: str) -> str:
 
 def _check_slug(value: str) -> str:
     value = value.strip()
-    if not _SLUG.fullmatch(value):
+    if not _SLUG.fullmatch(value) or value.isdigit():
         raise InvalidValue("slug", value, "must be 1 to 64 lower-case letters, digits or '-', "
-                           "starting with a letter or digit")
+                           "starting with a letter or digit, and not only digits (those are ids)")
     return value
 
 
@@ -74,6 +74,8 @@ def _slug_from(session: Session, name: str) -> str:
     """A free slug from the name: accents folded (Café -> cafe), other characters as '-'."""
     folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
     base = re.sub(r"[^a-z0-9]+", "-", folded.lower()).strip("-")[:56] or "site"
+    if base.isdigit():
+        base = f"site-{base}"
     slug, n = base, 1
     while session.scalar(select(Site.id).where(Site.slug == slug)) is not None:
         n += 1

@@ -67,6 +67,10 @@ def save_url(session: Session, site: Site, loc: str, fields: dict[str, str | Non
         raise InvalidValue("image", f"{len(image_locs)} images",
                            f"a URL may have at most {MAX_IMAGES_PER_URL}")
     alternate_map = None if alternates is None else clean_alternates(site, alternates)
+    if alternate_map and loc not in alternate_map.values():
+        # hreflang: every page of a cluster lists all its versions, itself included.
+        raise InvalidValue("alternate", ", ".join(alternate_map), f"must include {loc} itself "
+                           "with its own language, e.g. en=" + loc)
     url = session.scalar(select(Url).where(Url.site_id == site.id, Url.loc == loc))
     created = url is None or url.deleted_at is not None
     if url is None:

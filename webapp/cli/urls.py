@@ -10,6 +10,7 @@ from flask.cli import AppGroup
 from webapp.cli import friendly_errors
 from webapp.db import session_scope
 from webapp.importing import import_urls
+from webapp.protocol import CHANGEFREQS
 from webapp.sites import find_site
 from webapp.urls import delete_url, save_url
 
@@ -20,8 +21,7 @@ group = AppGroup("urls", help="Add, delete and import the URLs of a site.")
 @click.argument("site_ref", metavar="SITE")
 @click.argument("loc")
 @click.option("--lastmod", help="W3C Datetime, e.g. 2024-05-01 or 2024-05-01T10:00:00+02:00.")
-@click.option("--changefreq", type=click.Choice(["always", "hourly", "daily", "weekly", "monthly",
-                                                 "yearly", "never"]))
+@click.option("--changefreq", help=f"One of {', '.join(CHANGEFREQS)}.")
 @click.option("--priority", help="0.0 to 1.0.")
 @click.option("--image", "images", multiple=True, help="URL of an image on the page (repeatable).")
 @click.option("--alternate", "alternates", multiple=True,
