@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import uuid
 import sys
 from pathlib import Path
 
@@ -23,6 +24,7 @@ def fresh_site_database(path: Path) -> str:
     with sqlite3.connect(path) as con:
         con.execute(
             "INSERT INTO sites (id, slug, name, base_url, sitemap_url, encoding, max_urls_per_file,"
-            " created_at, updated_at) VALUES (1, 'shop', 'Shop', ?, ?, 'utf-8', 50000, ?, ?)",
-            (BASE, BASE + "sitemap.xml", now, now))
+            " stylesheet, indexnow_key, storage_key, created_at, updated_at)"
+            " VALUES (1, 'shop', 'Shop', ?, ?, 'utf-8', 50000, 1, ?, ?, ?, ?)",
+            (BASE, BASE + "sitemap.xml", uuid.uuid4().hex, uuid.uuid4().hex, now, now))
     return now

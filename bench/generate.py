@@ -59,6 +59,7 @@ def build_database(path: Path, urls: int) -> None:
 
 def run_app(db: Path, out: Path) -> dict:
     from webapp import create_app, jobs
+    from webapp.models import Site
 
     app = create_app({"DATABASE_URL": f"sqlite:///{db}", "SECRET_KEY": "bench",
                       "INSTANCE_PATH": str(out), "SITEMAPS_DIR": str(out / "sitemaps")})
@@ -66,7 +67,9 @@ def run_app(db: Path, out: Path) -> dict:
     generation = jobs.regenerate(1, app)
     seconds = time.perf_counter() - started
     assert generation.status == "succeeded", generation.error
-    folder = app.extensions["sitemap_store"].current_folder(1)
+    with app.extensions["db_sessionmaker"]() as session:
+        key = session.get(Site, 1).storage_key
+    folder = app.extensions["sitemap_store"].current_folder(key)
     return {"seconds": seconds, "folder": str(folder), "files": generation.file_count}
 
 

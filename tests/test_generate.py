@@ -7,7 +7,7 @@ import threading
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from tests.builders import make_site, make_urls
 from tests.sitemap_schema import NS, locs, parse
@@ -25,7 +25,7 @@ T2 = datetime(2026, 2, 1, 12, 0, 0, tzinfo=UTC)
 
 def published(app, site):
     """Every file served for the site, `.gz` twins included, by name."""
-    files = get_store(app).published(site.id)
+    files = get_store(app).published(site.storage_key)
     if files is None:
         return {}
     paths = [f.path for f in files.files.values()]
@@ -210,8 +210,8 @@ def test_a_failed_run_is_recorded_and_leaves_the_previous_set_published(app, ses
     assert failed.status == "failed"
     assert "index would list 3 files; an index may list at most 1" in failed.error and failed.finished_at is not None
     assert {name: path.read_bytes() for name, path in published(app, site).items()} == before
-    assert get_store(app).current_generation(site.id) == good.id
-    site_folder = get_store(app).site_folder(site.id)
+    assert get_store(app).current_generation(site.storage_key) == good.id
+    site_folder = get_store(app).site_folder(site.storage_key)
     assert not [p for p in site_folder.iterdir() if p.name.startswith(".staging")]
     assert session.scalars(select(GenerationFile.generation_id).distinct()).all() == [good.id]
 
@@ -235,18 +235,18 @@ def test_every_run_is_recorded_and_old_generation_folders_are_pruned(app, sessio
     runs = [jobs.regenerate(site.id, app) for _ in range(4)]
     assert [g.status for g in session.scalars(select(Generation).order_by(Generation.id))] == [
         "succeeded"] * 4
-    folders = sorted(p.name for p in get_store(app).site_folder(site.id).iterdir() if p.name[0] == "g")
+    folders = sorted(p.name for p in get_store(app).site_folder(site.storage_key).iterdir() if p.name[0] == "g")
     assert folders == [f"g{runs[2].id}", f"g{runs[3].id}"]
 
 
 def test_an_older_generation_never_replaces_a_newer_one(tmp_path):
     store = SitemapStore(tmp_path)
     for generation in (5, 4):
-        with store.staging(1, generation) as folder:
+        with store.staging("a", generation) as folder:
             (folder / "sitemap.xml").write_text(str(generation))
-            result = store.publish(1, generation, folder)
+            result = store.publish("a", generation, folder)
         assert result is (generation == 5)
-    assert (store.current_folder(1) / "sitemap.xml").read_text() == "5"
+    assert (store.current_folder("a") / "sitemap.xml").read_text() == "5"
     assert not (tmp_path / "1" / "g4").exists()
 
 
@@ -256,17 +256,17 @@ def test_readers_see_one_complete_set_while_publishing(tmp_path):
 
     def publish_many():
         for generation in range(1, 60):
-            with store.staging(1, generation) as folder:
+            with store.staging("a", generation) as folder:
                 for n in range(generation % 4 + 1):
                     (folder / f"part-{n}.txt").write_text(str(generation))
                 (folder / "index.txt").write_text(str(generation % 4 + 1))
-                store.publish(1, generation, folder)
-            store.prune(1, keep=3)
+                store.publish("a", generation, folder)
+            store.prune("a", keep=3)
         done.set()
 
     def read_many():
         while not done.is_set():
-            folder = store.current_folder(1)
+            folder = store.current_folder("a")
             if folder is None:
                 continue
             try:
@@ -305,3 +305,57 @@ def test_an_hreflang_cluster_must_include_the_page_itself(app, session):
 def test_regenerating_an_unknown_site_is_an_error(app):
     with pytest.raises(LookupError):
         jobs.regenerate(999, app)
+
+
+class WatchedStore(SitemapStore):
+    """A store that checks, at the moment of publishing, what another session can see."""
+
+    def __init__(self, root, sessions, interrupt=False):
+        super().__init__(root)
+        self.sessions, self.interrupt, self.seen = sessions, interrupt, []
+
+    def publish(self, key, generation_id, staged):
+        with self.sessions() as other:
+            self.seen.append((other.get(Generation, generation_id).status, len(
+                other.scalars(select(GenerationFile).where(
+                    GenerationFile.generation_id == generation_id)).all())))
+        if self.interrupt:
+            raise KeyboardInterrupt
+        return super().publish(key, generation_id, staged)
+
+
+def test_a_generation_is_committed_before_its_files_go_live(app, session):
+    store = app.extensions["sitemap_store"] = WatchedStore(
+        app.config["SITEMAPS_DIR"], app.extensions["db_sessionmaker"])
+    site = make_site(session, max_urls_per_file=2)
+    make_urls(session, site, 3)
+    assert jobs.regenerate(site.id, app).status == "succeeded"
+    assert store.seen == [("publishing", 3)]
+
+
+def test_an_interrupted_run_is_recorded_as_failed(app, session):
+    app.extensions["sitemap_store"] = WatchedStore(
+        app.config["SITEMAPS_DIR"], app.extensions["db_sessionmaker"], interrupt=True)
+    site = make_site(session)
+    make_urls(session, site, 1)
+    with pytest.raises(KeyboardInterrupt):
+        jobs.regenerate(site.id, app)
+    generation = session.scalars(select(Generation)).one()
+    session.refresh(generation)
+    assert (generation.status, generation.error) == ("failed", "interrupted (KeyboardInterrupt)")
+
+
+def test_a_new_site_never_sees_files_left_by_a_site_of_a_reset_database(app, session):
+    old = make_site(session)
+    make_urls(session, old, 1)
+    jobs.regenerate(old.id, app)
+    old_key = old.storage_key
+    for table in ("generation_files", "generations", "urls", "sites"):
+        session.execute(text(f"DELETE FROM {table}"))
+    session.commit()
+    session.expunge_all()
+
+    new = make_site(session, name="Blog", base_url="https://blog.example.com/")
+    assert new.storage_key != old_key
+    assert get_store(app).published(new.storage_key) is None
+    assert get_store(app).published(old_key) is not None

@@ -113,7 +113,7 @@ def test_conditional_requests_get_304_with_the_same_validators(client, shop, acc
 
 def test_a_304_is_answered_without_opening_the_file(client, shop, app):
     etag = client.get("/sitemaps/shop/sitemap-1.xml").headers["ETag"]
-    path = get_store(app).published(shop.id).files["sitemap-1.xml"].path
+    path = get_store(app).published(shop.storage_key).files["sitemap-1.xml"].path
     path.rename(path.with_suffix(".moved"))
     assert client.get("/sitemaps/shop/sitemap-1.xml",
                       headers={"If-None-Match": etag}).status_code == 304

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from flask import Flask, current_app
+from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from webapp.errors import NotFound
@@ -19,23 +20,51 @@ log = logging.getLogger(__name__)
 
 FILE_COLUMNS = ("name", "kind", "url_count", "bytes", "gzip_bytes", "sha256", "first_url_id",
                 "last_url_id", "lastmod")
+# A run still "running" after this long was stopped without being able to say so.
+STALE_AFTER = timedelta(hours=1)
 
 
-def _recorded_run(app: Flask, session: Session, generation: Generation,
-                  work: Callable[[], Published]) -> Generation:
-    """Run `work` for a committed generation record and record how it ended, whatever happens."""
+def _start(session: Session, site: Site, **fields) -> Generation:
+    """A committed record for a new run; older runs that never finished are marked so."""
+    now = utcnow()
+    session.execute(update(Generation).where(
+        Generation.site_id == site.id, Generation.status.in_(("running", "publishing")),
+        Generation.started_at < now - STALE_AFTER,
+    ).values(status="failed", finished_at=now, error="interrupted: the run stopped unfinished"))
+    generation = Generation(site_id=site.id, status="running", started_at=now, **fields)
+    session.add(generation)
+    session.commit()
+    return generation
+
+
+def _recorded_run(app: Flask, session: Session, site: Site, generation: Generation,
+                  work: Callable[[Callable[[], None]], Published]) -> Generation:
+    """Run `work` and record how it ended, whatever happens.
+
+    `work` gets a function to call just before the new set goes live: it commits the run's
+    records first, so a published set always has them.
+    """
+
+    def publishing() -> None:
+        generation.status = "publishing"
+        session.commit()
+
     try:
-        result = work()
-    except Exception as exc:
+        result = work(publishing)
+    except BaseException as exc:
         session.rollback()
         if isinstance(exc, SitemapLimitError):
             generation.error = str(exc)  # a site owner can act on these words as they are
-        else:
-            log.exception("generation %s of site %s failed", generation.id, generation.site_id)
+        elif isinstance(exc, Exception):
+            log.exception("generation %s of site %s failed", generation.id, site.slug)
             generation.error = f"{type(exc).__name__}: {exc}"
+        else:
+            generation.error = f"interrupted ({type(exc).__name__})"
         generation.status = "failed"
         generation.finished_at = utcnow()
         session.commit()
+        if not isinstance(exc, Exception):
+            raise
         return generation
     generation.status = "succeeded" if result.published else "superseded"
     generation.url_count = result.url_count
@@ -43,14 +72,7 @@ def _recorded_run(app: Flask, session: Session, generation: Generation,
     generation.bytes = result.bytes
     generation.finished_at = utcnow()
     session.commit()
-    get_store(app).prune(generation.site_id, app.config["SITEMAP_KEEP_GENERATIONS"])
-    return generation
-
-
-def _start(session: Session, site_id: int, **fields) -> Generation:
-    generation = Generation(site_id=site_id, status="running", started_at=utcnow(), **fields)
-    session.add(generation)
-    session.commit()
+    get_store(app).prune(site.storage_key, app.config["SITEMAP_KEEP_GENERATIONS"])
     return generation
 
 
@@ -62,9 +84,9 @@ def regenerate(site_id: int, app: Flask | None = None, now: datetime | None = No
         site = session.get(Site, site_id)
         if site is None:
             raise NotFound(f"no site with id {site_id}")
-        generation = _start(session, site.id)
-        return _recorded_run(app, session, generation, lambda: generate_site(
-            session, site, generation, get_store(app), limits, now))
+        generation = _start(session, site)
+        return _recorded_run(app, session, site, generation, lambda publishing: generate_site(
+            session, site, generation, get_store(app), limits, now, publishing))
 
 
 def rollback(site_id: int, target_id: int, app: Flask | None = None) -> Generation:
@@ -76,22 +98,23 @@ def rollback(site_id: int, target_id: int, app: Flask | None = None) -> Generati
     app = app or current_app
     store = get_store(app)
     with app.extensions["db_sessionmaker"]() as session:
+        site = session.get(Site, site_id)
         target = session.get(Generation, target_id)
-        if target is None or target.site_id != site_id or target.status != "succeeded":
+        if site is None or target is None or target.site_id != site_id or target.status != "succeeded":
             raise NotFound(f"generation {target_id} is not a successful generation of this site")
-        if store.generation_set(site_id, target_id) is None:
+        if store.generation_set(site.storage_key, target_id) is None:
             raise NotFound(f"the files of generation {target_id} are no longer kept (only the "
                            f"last {app.config['SITEMAP_KEEP_GENERATIONS']} are)")
-        generation = _start(session, site_id, rollback_of=target_id)
+        generation = _start(session, site, rollback_of=target_id)
 
-        def republish() -> Published:
+        def republish(publishing: Callable[[], None]) -> Published:
             files = [GenerationFile(generation_id=generation.id, **{
                 column: getattr(f, column) for column in FILE_COLUMNS}) for f in target.files]
-            with store.staging(site_id, generation.id) as folder:
-                store.copy_generation(site_id, target_id, folder, generation.id)
+            with store.staging(site.storage_key, generation.id) as folder:
+                store.copy_generation(site.storage_key, target_id, folder, generation.id)
                 session.add_all(files)
-                session.flush()
-                published = store.publish(site_id, generation.id, folder)
+                publishing()
+                published = store.publish(site.storage_key, generation.id, folder)
             return Published(files, target.url_count, published)
 
-        return _recorded_run(app, session, generation, republish)
+        return _recorded_run(app, session, site, generation, republish)

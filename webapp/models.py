@@ -31,6 +31,10 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def new_storage_key() -> str:
+    return uuid.uuid4().hex
+
+
 def new_indexnow_key() -> str:
     """32 lower-case hex characters: valid under both readings of the IndexNow key rules."""
     return uuid.uuid4().hex
@@ -60,6 +64,9 @@ class Site(Timestamps, Base):
     # Whether sitemap files point browsers at an XSL stylesheet that renders them as a table.
     stylesheet: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     indexnow_key: Mapped[str] = mapped_column(String(128), default=new_indexnow_key)
+    # Names the site's folder of published files. Random rather than the id, so a database
+    # that is reset (ids start again at 1) never picks up another site's files.
+    storage_key: Mapped[str] = mapped_column(String(32), unique=True, default=new_storage_key)
 
     urls: Mapped[list[Url]] = relationship(back_populates="site", passive_deletes=True)
     generations: Mapped[list[Generation]] = relationship(back_populates="site", passive_deletes=True)

@@ -56,7 +56,7 @@ def sitemaps_export(site_ref, directory):
     """Copy the published sitemap files (and their .gz twins) into DIRECTORY."""
     with session_scope() as session:
         site = find_site(session, site_ref)
-    names = get_store().export(site.id, directory)
+    names = get_store().export(site.storage_key, directory)
     if not names:
         raise click.ClickException(f"site {site.slug} has nothing published yet; "
                                    f"run `sitemaps generate {site.slug}` first")
@@ -73,14 +73,14 @@ def sitemaps_history(site_ref, limit):
     store = get_store()
     with session_scope() as session:
         site = find_site(session, site_ref)
-        current = store.current_generation(site.id)
+        current = store.current_generation(site.storage_key)
         generations = session.scalars(select(Generation).where(Generation.site_id == site.id)
                                       .order_by(Generation.id.desc()).limit(limit)).all()
         click.echo("id\tstatus\tstarted\tseconds\turls\tfiles\tbytes\tfiles on disk")
         for g in generations:
             seconds = f"{(g.finished_at - g.started_at).total_seconds():.1f}" if g.finished_at else "-"
             kept = ("published" if g.id == current else
-                    "kept" if store.generation_set(site.id, g.id) else "-")
+                    "kept" if store.generation_set(site.storage_key, g.id) else "-")
             note = f"\trollback of {g.rollback_of}" if g.rollback_of else ""
             error = f"\t{g.error}" if g.error else ""
             click.echo(f"{g.id}\t{g.status}\t{g.started_at:%Y-%m-%d %H:%M:%S}\t{seconds}\t"
@@ -104,13 +104,13 @@ def sitemaps_diff(site_ref, generations, limit):
             kept = sorted(g for g in session.scalars(
                 select(Generation.id).where(Generation.site_id == site.id,
                                             Generation.status == "succeeded"))
-                if store.generation_set(site.id, g))
+                if store.generation_set(site.storage_key, g))
             if len(kept) < 2:
                 raise click.ClickException("fewer than two generations are kept to compare")
-            generations = (kept[-2], store.current_generation(site.id) or kept[-1])
+            generations = (kept[-2], store.current_generation(site.storage_key) or kept[-1])
     if len(generations) != 2:
         raise click.UsageError("give two generation ids, or none")
-    sets = [store.generation_set(site.id, g) for g in generations]
+    sets = [store.generation_set(site.storage_key, g) for g in generations]
     for generation, kept in zip(generations, sets):
         if kept is None:
             raise click.ClickException(f"the files of generation {generation} are not kept")

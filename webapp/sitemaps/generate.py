@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -133,8 +133,13 @@ def _carry_lastmods(files: list[BuiltFile], previous: dict[str, GenerationFile],
 
 
 def generate_site(session: Session, site: Site, generation: Generation, store: SitemapStore,
-                  limits: Limits | None = None, now: datetime | None = None) -> Published:
-    """Write, record and publish a full sitemap set for `site`; the caller commits."""
+                  limits: Limits | None = None, now: datetime | None = None,
+                  before_publish: Callable[[], None] = lambda: None) -> Published:
+    """Write, record and publish a full sitemap set for `site`.
+
+    The caller owns the transaction: `before_publish` runs once the files and their records
+    are ready and before the set goes live, so the caller can commit the records first.
+    """
     limits = limits or Limits(max_urls=site.max_urls_per_file)
     stamp = normalize_lastmod(now or utcnow())
     entry_name = site.sitemap_url.rsplit("/", 1)[-1]
@@ -142,7 +147,7 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
     images = _uses(session, site.id, UrlImage)
     alternates = _uses(session, site.id, UrlAlternate)
     previous = _previous_files(session, site.id)
-    with store.staging(site.id, generation.id) as folder:
+    with store.staging(site.storage_key, generation.id) as folder:
         stylesheet = f"{stem}.xsl" if site.stylesheet else None
         writer = UrlsetWriter(folder, stem, urlset_open(images, alternates, stylesheet), limits)
         files = writer.write(url_entries(session.connection(), site, images, alternates))
@@ -165,6 +170,7 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
             last_url_id=f.last_url_id, lastmod=f.lastmod) for f in files)
         session.flush()
         store.write_manifest(folder, generation.id, files, stylesheet)
-        published = store.publish(site.id, generation.id, folder)
+        before_publish()
+        published = store.publish(site.storage_key, generation.id, folder)
     url_count = sum(f.url_count for f in files if f.kind == "urlset")
     return Published(files, url_count, published)

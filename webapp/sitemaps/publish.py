@@ -53,11 +53,12 @@ def _fsync_path(path: Path) -> None:
 
 
 class SitemapStore:
-    """`<root>/<site id>/g<generation id>/` folders and a `current` link to the published one."""
+    """`<root>/<site storage key>/g<generation id>/` folders and a `current` link to the
+    published one."""
 
     def __init__(self, root: str | os.PathLike[str]):
         self.root = Path(root)
-        self._sets: dict[int, PublishedSet] = {}  # per site, the last set read
+        self._sets: dict[str, PublishedSet] = {}  # per site, the last set read
 
     @staticmethod
     def write_manifest(folder: Path, generation_id: int, files: Sequence,
@@ -71,22 +72,22 @@ class SitemapStore:
                                    "size": len(data), "gzip_size": None, "lastmod": None}
         (folder / MANIFEST).write_text(json.dumps({"generation": generation_id, "files": entries}))
 
-    def published(self, site_id: int) -> PublishedSet | None:
+    def published(self, key: str) -> PublishedSet | None:
         """The published set of a site, read once per generation and then kept in memory."""
-        generation = self.current_generation(site_id)
+        generation = self.current_generation(key)
         if generation is None:
             return None
-        cached = self._sets.get(site_id)
+        cached = self._sets.get(key)
         if cached is not None and cached.generation == generation:
             return cached
-        published = self.generation_set(site_id, generation)
+        published = self.generation_set(key, generation)
         if published is not None:
-            self._sets[site_id] = published
+            self._sets[key] = published
         return published
 
-    def generation_set(self, site_id: int, generation: int) -> PublishedSet | None:
+    def generation_set(self, key: str, generation: int) -> PublishedSet | None:
         """The files of any generation still kept on disk, published or not."""
-        folder = self.site_folder(site_id) / f"g{generation}"
+        folder = self.site_folder(key) / f"g{generation}"
         try:
             manifest = json.loads((folder / MANIFEST).read_text())
         except FileNotFoundError:
@@ -98,9 +99,9 @@ class SitemapStore:
             for name, entry in manifest["files"].items()}
         return PublishedSet(generation, files)
 
-    def copy_generation(self, site_id: int, source: int, folder: Path, generation_id: int) -> None:
+    def copy_generation(self, key: str, source: int, folder: Path, generation_id: int) -> None:
         """Fill a staging folder with the files of a kept generation, linked rather than copied."""
-        for path in (self.site_folder(site_id) / f"g{source}").iterdir():
+        for path in (self.site_folder(key) / f"g{source}").iterdir():
             target = folder / path.name
             if path.name == MANIFEST:
                 manifest = json.loads(path.read_text())
@@ -112,13 +113,13 @@ class SitemapStore:
             except OSError:
                 shutil.copy2(path, target)
 
-    def site_folder(self, site_id: int) -> Path:
-        return self.root / str(site_id)
+    def site_folder(self, key: str) -> Path:
+        return self.root / str(key)
 
     @contextmanager
-    def staging(self, site_id: int, generation_id: int) -> Iterator[Path]:
+    def staging(self, key: str, generation_id: int) -> Iterator[Path]:
         """A private folder to write a generation into; removed if the block fails."""
-        folder = self.site_folder(site_id) / f"{STAGING_PREFIX}{generation_id}"
+        folder = self.site_folder(key) / f"{STAGING_PREFIX}{generation_id}"
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         try:
@@ -128,8 +129,8 @@ class SitemapStore:
             raise
 
     @contextmanager
-    def _lock(self, site_id: int) -> Iterator[None]:
-        folder = self.site_folder(site_id)
+    def _lock(self, key: str) -> Iterator[None]:
+        folder = self.site_folder(key)
         folder.mkdir(parents=True, exist_ok=True)
         with open(folder / ".lock", "a") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
@@ -138,15 +139,15 @@ class SitemapStore:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
-    def publish(self, site_id: int, generation_id: int, staged: Path) -> bool:
+    def publish(self, key: str, generation_id: int, staged: Path) -> bool:
         """Make a staged generation the published one; False if a newer one is already published."""
         for path in staged.iterdir():
             _fsync_path(path)
         _fsync_path(staged)
-        site_folder = self.site_folder(site_id)
+        site_folder = self.site_folder(key)
         final = site_folder / f"g{generation_id}"
-        with self._lock(site_id):
-            current = self.current_generation(site_id)
+        with self._lock(key):
+            current = self.current_generation(key)
             if current is not None and current > generation_id:
                 shutil.rmtree(staged, ignore_errors=True)
                 return False
@@ -158,23 +159,23 @@ class SitemapStore:
             _fsync_path(site_folder)
         return True
 
-    def current_generation(self, site_id: int) -> int | None:
+    def current_generation(self, key: str) -> int | None:
         """The id of the published generation, or None when nothing is published."""
         try:
-            target = os.readlink(self.site_folder(site_id) / CURRENT)
+            target = os.readlink(self.site_folder(key) / CURRENT)
         except FileNotFoundError:
             return None
         return int(target.lstrip("g"))
 
-    def current_folder(self, site_id: int) -> Path | None:
+    def current_folder(self, key: str) -> Path | None:
         """The folder of the published set, resolved once so all reads come from one generation."""
-        generation = self.current_generation(site_id)
-        return None if generation is None else self.site_folder(site_id) / f"g{generation}"
+        generation = self.current_generation(key)
+        return None if generation is None else self.site_folder(key) / f"g{generation}"
 
-    def prune(self, site_id: int, keep: int) -> list[int]:
+    def prune(self, key: str, keep: int) -> list[int]:
         """Remove all but the newest `keep` generation folders (never the published one)."""
-        current = self.current_generation(site_id)
-        folder = self.site_folder(site_id)
+        current = self.current_generation(key)
+        folder = self.site_folder(key)
         if not folder.exists():
             return []
         kept = sorted((int(p.name[1:]) for p in folder.iterdir()
@@ -184,12 +185,9 @@ class SitemapStore:
             shutil.rmtree(folder / f"g{generation}", ignore_errors=True)
         return removed
 
-    def remove_site(self, site_id: int) -> None:
-        shutil.rmtree(self.site_folder(site_id), ignore_errors=True)
-
-    def export(self, site_id: int, destination: Path) -> list[str]:
+    def export(self, key: str, destination: Path) -> list[str]:
         """Copy the published set, gzip twins and stylesheet included, into `destination`."""
-        published = self.published(site_id)
+        published = self.published(key)
         if published is None:
             return []
         destination.mkdir(parents=True, exist_ok=True)

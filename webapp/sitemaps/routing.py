@@ -31,6 +31,7 @@ class SiteRoute:
     entry_name: str  # the file name of the sitemap URL, e.g. sitemap.xml
     robots_txt: str
     indexnow_key: str
+    storage_key: str
 
 
 def _route(site: Site) -> SiteRoute:
@@ -39,7 +40,7 @@ def _route(site: Site) -> SiteRoute:
         id=site.id, slug=site.slug, site_origin=origin(site.base_url),
         sitemap_origin=origin(site.sitemap_url), sitemap_folder=unquote(path[: path.rfind("/") + 1]),
         entry_name=path.rsplit("/", 1)[-1], robots_txt=robots_txt(site),
-        indexnow_key=site.indexnow_key)
+        indexnow_key=site.indexnow_key, storage_key=site.storage_key)
 
 
 def request_origin(scheme: str, host: str) -> str:

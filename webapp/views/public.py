@@ -54,7 +54,7 @@ def site_hosts():
                 return _text(route.indexnow_key)
     candidates = _routes().sitemap_candidates(origin, path)
     for route, name in candidates:
-        published = get_store().published(route.id)
+        published = get_store().published(route.storage_key)
         if published is not None and name.removesuffix(".gz") in published.files:
             return _serve(route, name)
     if len(candidates) == 1 and candidates[0][1] == candidates[0][0].entry_name:
@@ -63,7 +63,7 @@ def site_hosts():
 
 
 def _serve(route: SiteRoute, name: str) -> Response:
-    published = get_store().published(route.id)
+    published = get_store().published(route.storage_key)
     if published is None:
         abort(404, f"Site {route.slug!r} has no published sitemaps yet: nothing was generated, "
                    "or the site has no URLs.")
