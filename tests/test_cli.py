@@ -394,3 +394,30 @@ def test_a_database_without_tables_asks_for_alembic_upgrade(tmp_path, args):
 
     assert_fails_cleanly(result, "the database is not ready (no such table: ",
                          "; run `alembic upgrade head` first")
+
+
+def test_export_replaces_an_earlier_export_and_leaves_other_files_alone(runner, shop, tmp_path):
+    out = tmp_path / "public"
+    out.mkdir()
+    (out / "index.html").write_text("the site's own page")
+    runner.invoke(args=["sites", "set", shop, "max_urls_per_file=1"])
+    for n in range(3):
+        runner.invoke(args=["urls", "add", shop, f"{SHOP}p{n}"])
+    runner.invoke(args=["sitemaps", "generate", shop])
+    runner.invoke(args=["sitemaps", "export", shop, str(out)])
+    assert (out / "sitemap-3.xml").exists()
+
+    runner.invoke(args=["sites", "set", shop, "max_urls_per_file=50000"])
+    runner.invoke(args=["sitemaps", "generate", shop])
+    result = runner.invoke(args=["sitemaps", "export", shop, str(out)])
+
+    assert result.exit_code == 0
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
+        "index.html", "sitemap.xml", "sitemap.xml.gz", "sitemap.xsl"]
+
+
+def test_export_to_a_folder_that_cannot_be_made_fails_in_one_line(runner, shop):
+    runner.invoke(args=["urls", "add", shop, f"{SHOP}a"])
+    runner.invoke(args=["sitemaps", "generate", shop])
+    assert_fails_cleanly(runner.invoke(args=["sitemaps", "export", shop, "/proc/no/such"]),
+                         "/proc/no")

@@ -113,3 +113,21 @@ def test_the_secret_key_is_created_once_readable_by_its_owner_only(tmp_path):
     assert stat.S_IMODE((folder / "secret_key").stat().st_mode) == 0o600
     assert persistent_secret_key(folder) == first
     assert persistent_secret_key(tmp_path / "elsewhere") != first
+
+
+def test_an_unsupported_database_url_is_refused_without_echoing_its_password():
+    with pytest.raises(ConfigError) as caught:
+        normalize_database_url("mysql://ann:s3cret@db.example.com/sitemaps")
+    assert "s3cret" not in str(caught.value) and "ann:***@" in str(caught.value)
+
+
+def test_an_empty_secret_key_file_is_an_error_not_an_empty_key(tmp_path):
+    (tmp_path / "secret_key").write_text("\n")
+    with pytest.raises(ConfigError, match="is empty"):
+        persistent_secret_key(tmp_path)
+
+
+def test_making_the_secret_key_leaves_no_draft_behind(tmp_path):
+    key = persistent_secret_key(tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ["secret_key"]
+    assert persistent_secret_key(tmp_path) == key

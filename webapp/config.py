@@ -7,6 +7,7 @@ never touch the process environment. Every variable here is documented in README
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
@@ -56,8 +57,9 @@ def normalize_database_url(url: str) -> str:
         if url.startswith(prefix):
             return "postgresql+psycopg://" + url[len(prefix):]
     if not url.startswith(("sqlite:", "postgresql+psycopg:")):
+        shown = re.sub(r"://([^:/@]*):[^@/]*@", r"://\1:***@", url)  # never echo a password
         raise ConfigError(
-            f"DATABASE_URL {url!r} is not supported: use sqlite:///path or postgresql://user@host/db"
+            f"DATABASE_URL {shown!r} is not supported: use sqlite:///path or postgresql://user@host/db"
         )
     return url
 
@@ -75,15 +77,29 @@ def database_url(environ: Mapping[str, str] = os.environ) -> str:
 
 
 def persistent_secret_key(folder: Path) -> str:
-    """A random key generated once and kept in the instance folder, readable by its owner only."""
+    """A random key generated once and kept in the instance folder, readable by its owner only.
+
+    Several processes may start at once (gunicorn workers): the key is written whole to a
+    private file and linked into place, so every process reads the one key that won.
+    """
     path = folder / "secret_key"
-    if path.exists():
-        return path.read_text().strip()
-    folder.mkdir(parents=True, exist_ok=True)
-    key = secrets.token_hex(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(key)
+    if not path.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        draft = folder / f".secret_key.{os.getpid()}.{secrets.token_hex(4)}"
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_hex(32))
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(draft, path)
+        except FileExistsError:
+            pass  # another process was first; use its key
+        finally:
+            draft.unlink()
+    key = path.read_text().strip()
+    if not key:
+        raise ConfigError(f"{path} is empty: delete it to have a new key made, or set SECRET_KEY")
     return key
 
 
@@ -94,10 +110,8 @@ def load(overrides: Mapping[str, object] | None = None, environ: Mapping[str, st
     settings: dict[str, object] = {"INSTANCE_PATH": str(folder)}
     if "DATABASE_URL" in overrides:
         settings["DATABASE_URL"] = normalize_database_url(str(overrides.pop("DATABASE_URL")))
-    elif env_str("DATABASE_URL", environ=environ) is not None:
-        settings["DATABASE_URL"] = database_url(environ)
     else:
-        settings["DATABASE_URL"] = f"sqlite:///{folder / 'sitemaps.db'}"
+        settings["DATABASE_URL"] = database_url({**environ, "INSTANCE_PATH": str(folder)})
     if "SECRET_KEY" not in overrides:
         settings["SECRET_KEY"] = env_str("SECRET_KEY", environ=environ) or persistent_secret_key(folder)
     if "SITEMAPS_DIR" not in overrides:

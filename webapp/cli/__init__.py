@@ -6,7 +6,7 @@ import functools
 
 import click
 from flask import Flask
-from sqlalchemy.exc import OperationalError, ProgrammingError
+from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
 from webapp.errors import InvalidValue, NotFound
 from webapp.importing import ImportFormatError
@@ -21,10 +21,18 @@ def friendly_errors(command):
             return command(*args, **kwargs)
         except (InvalidValue, NotFound, ImportFormatError) as exc:
             raise click.ClickException(str(exc)) from None
+        except IntegrityError:
+            raise click.ClickException("another change to the same data was saved at the same "
+                                       "time; nothing was changed, run the command again") from None
         except (OperationalError, ProgrammingError) as exc:
             reason = str(exc.orig).strip().splitlines()[0]
+            if "locked" in reason or "could not obtain lock" in reason:
+                raise click.ClickException(f"the database is busy ({reason}); try again") from None
             raise click.ClickException(
                 f"the database is not ready ({reason}); run `alembic upgrade head` first") from None
+        except OSError as exc:
+            where = f": {exc.filename}" if exc.filename else ""
+            raise click.ClickException(f"{exc.strerror or exc}{where}") from None
 
     return wrapper
 

@@ -189,14 +189,19 @@ class UrlsetWriter:
         self._futures.append(self._pool.submit(_compress_and_hash, self.folder / built.name, built))
 
 
+def check_index_size(files: int, limits: Limits) -> None:
+    """Refuse a set whose index would list more files than an index may."""
+    if files > limits.max_index_entries:
+        raise SitemapLimitError(
+            f"the sitemap index would list {files} files; an index may list at most "
+            f"{limits.max_index_entries}. Raise the site's max_urls_per_file so fewer files "
+            "are needed")
+
+
 def write_index(folder: Path, name: str, entries: list[tuple[str, str]],
                 limits: Limits = Limits(), stylesheet: str | None = None) -> BuiltFile:
     """A flat `<sitemapindex>` of (loc, lastmod) pairs, held to the same limits as a urlset."""
-    if len(entries) > limits.max_index_entries:
-        raise SitemapLimitError(
-            f"the sitemap index would list {len(entries)} files; an index may list at most "
-            f"{limits.max_index_entries}. Raise the site's max_urls_per_file so fewer files "
-            "are needed")
+    check_index_size(len(entries), limits)
     lines = [_prolog(stylesheet), f'<sitemapindex xmlns="{SITEMAP_NS}">\n']
     lines.extend(f"<sitemap><loc>{escape(loc)}</loc><lastmod>{lastmod}</lastmod></sitemap>\n"
                  for loc, lastmod in entries)

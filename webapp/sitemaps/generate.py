@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from sqlalchemy import Connection, exists, select
+from sqlalchemy import Connection, exists, func, select
 from sqlalchemy.orm import Session
 
 from webapp.models import Generation, GenerationFile, Site, Url, UrlAlternate, UrlImage, utcnow
@@ -26,6 +26,7 @@ from webapp.sitemaps.build import (
     Limits,
     UrlsetWriter,
     alternate_fragment,
+    check_index_size,
     image_fragment,
     url_fragment,
     urlset_open,
@@ -83,23 +84,30 @@ def url_entries(connection: Connection, site: Site, images: bool = False,
     rows = connection.execute(
         select(Url.id, Url.loc, Url.lastmod, Url.changefreq, Url.priority)
         .where(*_live_urls(site.id)).order_by(Url.id), execution_options=STREAM_OPTIONS)
-    streams = _extension_streams(connection, site.id, images, alternates)
-    if not streams:
-        for url_id, loc, lastmod, changefreq, priority in rows:
-            yield url_id, url_fragment(loc, lastmod, changefreq or default_changefreq,
-                                       default_priority if priority is None else priority)
-        return
-    pending = [next(stream, None) for stream in streams]
+    extensions_of = _merge(_extension_streams(connection, site.id, images, alternates))
     for url_id, loc, lastmod, changefreq, priority in rows:
-        extensions = ""
+        yield url_id, url_fragment(loc, lastmod, changefreq or default_changefreq,
+                                   default_priority if priority is None else priority,
+                                   extensions_of(url_id))
+
+
+def _merge(streams: list[Iterator[tuple[int, str]]]) -> Callable[[int], str]:
+    """For ascending url ids, the extension fragments the streams (ordered by url id) hold."""
+    if not streams:
+        return lambda url_id: ""
+    pending = [next(stream, None) for stream in streams]
+
+    def extensions_of(url_id: int) -> str:
+        found = ""
         for i, stream in enumerate(streams):
             while pending[i] is not None and pending[i][0] < url_id:
                 pending[i] = next(stream, None)
             if pending[i] is not None and pending[i][0] == url_id:
-                extensions += pending[i][1]
+                found += pending[i][1]
                 pending[i] = next(stream, None)
-        yield url_id, url_fragment(loc, lastmod, changefreq or default_changefreq,
-                                   default_priority if priority is None else priority, extensions)
+        return found
+
+    return extensions_of
 
 
 def _uses(session: Session, site_id: int, model) -> bool:
@@ -144,6 +152,8 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
     stamp = normalize_lastmod(now or utcnow())
     entry_name = site.sitemap_url.rsplit("/", 1)[-1]
     stem = entry_name.removesuffix(".xml")
+    live = session.scalar(select(func.count()).select_from(Url).where(*_live_urls(site.id)))
+    check_index_size(-(-live // limits.max_urls), limits)  # fail before writing anything
     images = _uses(session, site.id, UrlImage)
     alternates = _uses(session, site.id, UrlAlternate)
     previous = _previous_files(session, site.id)

@@ -23,6 +23,7 @@ from pathlib import Path
 CURRENT = "current"
 STAGING_PREFIX = ".staging-"
 MANIFEST = "manifest.json"
+EXPORT_MARKER = ".sitemap-export.json"
 
 
 @dataclass(frozen=True)
@@ -186,14 +187,31 @@ class SitemapStore:
         return removed
 
     def export(self, key: str, destination: Path) -> list[str]:
-        """Copy the published set, gzip twins and stylesheet included, into `destination`."""
+        """Copy the published set, gzip twins and stylesheet included, into `destination`.
+
+        A static server reading `destination` meanwhile sees each file old or new, never half
+        written; the files an index lists are in place before the index; files that only an
+        earlier export wrote (listed in EXPORT_MARKER) are removed, and nothing else is.
+        """
         published = self.published(key)
         if published is None:
             return []
         destination.mkdir(parents=True, exist_ok=True)
-        sources = [f.path for f in published.files.values()]
-        sources += [f.path.with_name(f.name + ".gz") for f in published.files.values()
-                    if f.gzip_size is not None]
+        entry_last = sorted(published.files.values(), key=lambda f: f.kind == "index")
+        sources = [path for f in entry_last for path in (
+            [f.path.with_name(f.name + ".gz"), f.path] if f.gzip_size is not None else [f.path])]
         for source in sources:
-            shutil.copy2(source, destination / source.name)
-        return sorted(source.name for source in sources)
+            draft = destination / f".{source.name}.{os.getpid()}.part"
+            shutil.copy2(source, draft)
+            os.replace(draft, destination / source.name)
+        names = sorted(source.name for source in sources)
+        marker = destination / EXPORT_MARKER
+        try:
+            earlier = json.loads(marker.read_text())
+        except (FileNotFoundError, ValueError):
+            earlier = []
+        for name in set(earlier) - set(names):
+            if "/" not in name:
+                (destination / name).unlink(missing_ok=True)
+        marker.write_text(json.dumps(names))
+        return names
