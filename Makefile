@@ -28,6 +28,9 @@ test: install
 bench: install
 	$(BIN)/python bench/generate.py --urls 100000 1000000
 	$(BIN)/python bench/import.py --urls 1000000
+	command -v nginx >/dev/null && command -v wrk >/dev/null || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light wrk)
+	$(BIN)/python bench/serve.py
 
 clean:
 	rm -rf $(VENV) *.egg-info

@@ -86,6 +86,7 @@ def run_floor(db: Path, out: Path) -> dict:
     """The bare loop: sqlite3 rows, string formatting, plain file and gzip twin, one thread."""
     started = time.perf_counter()
     header = ('<?xml version="1.0" encoding="UTF-8"?>\n'
+              '<?xml-stylesheet type="text/xsl" href="sitemap.xsl"?>\n'
               '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n').encode()
     con = sqlite3.connect(db)
     rows = con.execute("SELECT id, loc, lastmod, changefreq, priority FROM urls"
@@ -159,6 +160,8 @@ def measure(kind: str, db: Path, out: Path) -> dict:
 
 
 def same_output(app_folder: Path, floor_folder: Path) -> bool:
+    """The floor's urlset files equal the app's, byte for byte (the app also writes an index,
+    a stylesheet and a manifest, which the floor does not)."""
     names = sorted(p.name for p in floor_folder.iterdir())
     if len(names) == 2:  # one file: the app names it after the sitemap URL
         renamed = {"sitemap-1.xml": "sitemap.xml", "sitemap-1.xml.gz": "sitemap.xml.gz"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import threading
+import time
 
 import pytest
 from lxml import etree
@@ -12,7 +13,9 @@ from tests.builders import make_site, make_urls
 from tests.sitemap_schema import locs
 from webapp import create_app, jobs
 from webapp.sitemaps import get_store
+from webapp.sitemaps.publish import SitemapStore
 from webapp.urls import save_url
+from webapp.views.public import FileMemory
 
 SHOP = "https://shop.example.com"
 
@@ -235,3 +238,35 @@ def test_readers_during_publishing_always_get_a_complete_set(app, session, shop)
         for reader in readers:
             reader.join()
     assert problems == []
+
+
+def test_small_bodies_are_kept_in_memory_within_a_budget(tmp_path):
+    memory = FileMemory(budget=800)  # files up to 800 // 8 = 100 bytes, eight of them at most
+    paths = [tmp_path / f"f{n}" for n in range(9)]
+    for n, path in enumerate(paths):
+        path.write_bytes(bytes([n]) * 100)
+    (tmp_path / "big").write_bytes(b"x" * 101)
+
+    assert memory.get(str(tmp_path / "big"), 101) is None
+    assert memory.get(str(paths[0]), 100) == bytes([0]) * 100
+    paths[0].unlink()  # published files never change, so memory may answer for them
+    assert memory.get(str(paths[0]), 100) == bytes([0]) * 100
+    for path in paths[1:]:
+        memory.get(str(path), 100)
+    assert memory.used == 800
+    assert memory.get(str(paths[0]), 100) is None  # the oldest was dropped, and is gone now
+
+
+def test_another_process_publishing_is_seen_within_the_recheck_time(tmp_path):
+    writer, reader = SitemapStore(tmp_path), SitemapStore(tmp_path)
+    reader.RECHECK_SECONDS = 0.2
+    for generation in (1, 2):
+        with writer.staging("k", generation) as folder:
+            (folder / "sitemap.xml").write_text(str(generation))
+            writer.write_manifest(folder, generation, [], None)
+            writer.publish("k", generation, folder)
+        if generation == 1:
+            assert reader.published("k").generation == 1
+    assert reader.published("k").generation == 1  # trusted for a moment
+    time.sleep(0.25)
+    assert reader.published("k").generation == 2

@@ -18,8 +18,8 @@ def create_app(overrides: Mapping[str, object] | None = None) -> Flask:
     app.config.update(settings)
     db.init_app(app)
     sitemaps.init_app(app)
+    public.init_app(app)  # crawlers are answered before Flask sees the request
     http.init_app(app)
     cli.init_app(app)
-    app.register_blueprint(public.bp)
     app.register_blueprint(dashboard.bp)
     return app

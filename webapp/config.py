@@ -125,6 +125,9 @@ def load(overrides: Mapping[str, object] | None = None, environ: Mapping[str, st
     if "SITE_CACHE_SECONDS" not in overrides:
         settings["SITE_CACHE_SECONDS"] = env_int("SITE_CACHE_SECONDS", 5, minimum=0, maximum=3600,
                                                  environ=environ)
+    if "SERVE_MEMORY_MB" not in overrides:
+        settings["SERVE_MEMORY_MB"] = env_int("SERVE_MEMORY_MB", 64, minimum=0, maximum=65536,
+                                              environ=environ)
     if "PORT" not in overrides:
         settings["PORT"] = env_int("PORT", 5000, minimum=1, maximum=65535, environ=environ)
     settings.update(overrides)

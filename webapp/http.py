@@ -19,7 +19,7 @@ def init_app(app: Flask) -> None:
 
 
 def _for_machines() -> bool:
-    return request.blueprint == "public" or request.path.startswith("/sitemaps/")
+    return request.path.startswith("/sitemaps/")
 
 
 def _http_error(error: HTTPException):

@@ -14,11 +14,15 @@ import hashlib
 import json
 import os
 import shutil
+import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+
+from werkzeug.http import http_date
 
 CURRENT = "current"
 STAGING_PREFIX = ".staging-"
@@ -37,6 +41,8 @@ class PublishedFile:
     size: int
     lastmod: datetime | None
     gzip_size: int | None = None  # the size of the `.gz` twin, when there is one
+
+    last_modified: str | None = None  # lastmod as an HTTP date, made once per generation
 
 
 @dataclass(frozen=True)
@@ -57,9 +63,14 @@ class SitemapStore:
     """`<root>/<site storage key>/g<generation id>/` folders and a `current` link to the
     published one."""
 
+    # How long a process trusts what it last read of `current`. Reading the link on every
+    # request costs a system call, which under load means waiting for the GIL again; a
+    # reader that switches up to a second late still reads a complete set (old ones are kept).
+    RECHECK_SECONDS = 1.0
+
     def __init__(self, root: str | os.PathLike[str]):
         self.root = Path(root)
-        self._sets: dict[str, PublishedSet] = {}  # per site, the last set read
+        self._sets: dict[str, tuple[float, PublishedSet | None]] = {}  # key: (read at, set)
 
     @staticmethod
     def write_manifest(folder: Path, generation_id: int, files: Sequence,
@@ -75,15 +86,18 @@ class SitemapStore:
 
     def published(self, key: str) -> PublishedSet | None:
         """The published set of a site, read once per generation and then kept in memory."""
+        now = time.monotonic()
+        read_at, cached = self._sets.get(key, (float("-inf"), None))
+        if now - read_at < self.RECHECK_SECONDS:
+            return cached
         generation = self.current_generation(key)
         if generation is None:
-            return None
-        cached = self._sets.get(key)
-        if cached is not None and cached.generation == generation:
-            return cached
-        published = self.generation_set(key, generation)
-        if published is not None:
-            self._sets[key] = published
+            published = None
+        elif cached is not None and cached.generation == generation:
+            published = cached
+        else:
+            published = self.generation_set(key, generation)
+        self._sets[key] = (now, published)
         return published
 
     def generation_set(self, key: str, generation: int) -> PublishedSet | None:
@@ -93,11 +107,13 @@ class SitemapStore:
             manifest = json.loads((folder / MANIFEST).read_text())
         except FileNotFoundError:
             return None
-        files = {name: PublishedFile(
-            name=name, kind=entry["kind"], path=folder / name, sha256=entry["sha256"],
-            size=entry["size"], gzip_size=entry["gzip_size"],
-            lastmod=datetime.fromisoformat(entry["lastmod"]) if entry["lastmod"] else None)
-            for name, entry in manifest["files"].items()}
+        files = {}
+        for name, entry in manifest["files"].items():
+            lastmod = datetime.fromisoformat(entry["lastmod"]) if entry["lastmod"] else None
+            files[name] = PublishedFile(
+                name=name, kind=entry["kind"], path=folder / name, sha256=entry["sha256"],
+                size=entry["size"], gzip_size=entry["gzip_size"], lastmod=lastmod,
+                last_modified=http_date(lastmod) if lastmod else None)
         return PublishedSet(generation, files)
 
     def copy_generation(self, key: str, source: int, folder: Path, generation_id: int) -> None:
@@ -158,6 +174,7 @@ class SitemapStore:
             link.symlink_to(final.name)
             os.replace(link, site_folder / CURRENT)
             _fsync_path(site_folder)
+        self._sets.pop(key, None)  # this process sees its own publish at once
         return True
 
     def current_generation(self, key: str) -> int | None:

@@ -1,108 +1,192 @@
 """Public serving for crawlers: published sitemap files, robots.txt and the IndexNow key file.
 
-Files are answered from the site's published set at `/sitemaps/<slug>/<name>`, and at their
-public paths when the request's host is the one in the site's sitemap URL (a site can then
-reverse-proxy its sitemap paths here). No sign-in, no database query per request, and a
-conditional request is answered from the manifest without opening the file.
+Where crawlers find what:
+    /sitemaps/<slug>/<name>        any file of a site's published set, on any host
+    <sitemap folder>/<name>        the same, on the host of the site's sitemap URL
+    /robots.txt, /<key>.txt        on the host of the site's base URL
+
+This audience is served by a thin WSGI layer in front of Flask rather than by a blueprint:
+Flask's per-request machinery cost about 0.7 ms, ten times what nginx needs for a whole
+request, and crawlers may fetch at full speed. No sign-in, no database query per request (a
+routing table and each generation's manifest are kept in memory), and a conditional request
+is answered from the manifest without opening the file. Everything else goes on to Flask.
 """
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, abort, current_app, request, send_file
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
 
-from webapp.sitemaps import get_store
-from webapp.sitemaps.publish import PublishedFile
+from flask import Flask
+from werkzeug.http import parse_date, parse_etags
+from werkzeug.wsgi import FileWrapper
+
+from webapp.sitemaps.publish import PublishedFile, SitemapStore
 from webapp.sitemaps.routing import SiteRoute, SiteRoutes, request_origin
 
-bp = Blueprint("public", __name__)
-
 XML = "application/xml; charset=utf-8"
-TYPES = {"urlset": XML, "index": XML, "stylesheet": "text/xsl"}  # werkzeug adds text/*'s charset
+TYPES = {"urlset": XML, "index": XML, "stylesheet": "text/xsl; charset=utf-8"}
 # Crawlers and proxies may keep a copy but must revalidate it, so an index and its files
 # are never served from two different generations by a cache.
-CACHE_CONTROL = "no-cache"
+COMMON = [("Cache-Control", "no-cache"), ("X-Robots-Tag", "noindex")]
+BLOCK = 64 * 1024
+
+Headers = list[tuple[str, str]]
+Answer = tuple[str, Headers, Iterable[bytes]]
 
 
-def _routes() -> SiteRoutes:
-    return current_app.extensions["site_routes"]
+def init_app(app: Flask) -> None:
+    app.wsgi_app = PublicFiles(app.wsgi_app, app.extensions["sitemap_store"],
+                               app.extensions["site_routes"],
+                               FileMemory(app.config["SERVE_MEMORY_MB"] << 20))
 
 
-def _text(body: str) -> Response:
-    return Response(body, mimetype="text/plain", headers={"Cache-Control": CACHE_CONTROL})
+class FileMemory:
+    """Bodies of recently served small files, up to a byte budget per process.
+
+    Published files never change (a new generation is a new folder), so a body read once can
+    be sent from memory until it is crowded out: one send instead of open, stat, seek and
+    sendfile, each of which makes a worker thread queue again for the GIL.
+    """
+
+    def __init__(self, budget: int):
+        self.budget, self.used = budget, 0
+        self._bodies: OrderedDict[str, bytes] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, path: str, size: int) -> bytes | None:
+        with self._lock:
+            body = self._bodies.get(path)
+            if body is not None:
+                self._bodies.move_to_end(path)
+                return body
+        if size > self.budget // 8:
+            return None
+        try:
+            with open(path, "rb") as handle:
+                body = handle.read()
+        except FileNotFoundError:
+            return None
+        with self._lock:
+            if path not in self._bodies:
+                self._bodies[path] = body
+                self.used += len(body)
+                while self.used > self.budget:
+                    self.used -= len(self._bodies.popitem(last=False)[1])
+        return body
 
 
-@bp.get("/sitemaps/<slug>/<name>")
-def sitemap_file(slug: str, name: str):
-    route = _routes().by_slug(slug)
-    if route is None:
-        abort(404, f"There is no site {slug!r}.")
-    return _serve(route, name)
+def _text(status: str, body: str) -> Answer:
+    data = body.encode()
+    return status, [("Content-Type", "text/plain; charset=utf-8"),
+                    ("Content-Length", str(len(data))), ("Cache-Control", "no-cache")], [data]
 
 
-@bp.before_app_request
-def site_hosts():
-    """Answer requests sent to a site's own host: its sitemap files, robots.txt, key file."""
-    if request.method not in ("GET", "HEAD"):
+def _accepts_gzip(value: str) -> bool:
+    for part in value.split(","):
+        coding, _, params = part.partition(";")
+        if coding.strip().lower() in ("gzip", "x-gzip", "*"):
+            quality = params.strip().removeprefix("q=").strip()
+            try:
+                return not quality or float(quality) > 0
+            except ValueError:
+                return False
+    return False
+
+
+class PublicFiles:
+    """WSGI middleware that answers crawler requests and passes everything else on."""
+
+    def __init__(self, next_app: Callable, store: SitemapStore, routes: SiteRoutes,
+                 memory: FileMemory):
+        self.next_app, self.store, self.routes, self.memory = next_app, store, routes, memory
+
+    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
+        answer = self.answer(environ) if environ["REQUEST_METHOD"] in ("GET", "HEAD") else None
+        if answer is None:
+            return self.next_app(environ, start_response)
+        status, headers, body = answer
+        start_response(status, headers)
+        if environ["REQUEST_METHOD"] == "HEAD":
+            if hasattr(body, "close"):
+                body.close()
+            return []
+        return body
+
+    def answer(self, environ: dict) -> Answer | None:
+        path = environ.get("PATH_INFO") or "/"
+        if path.startswith("/sitemaps/"):
+            slug, _, name = path[len("/sitemaps/"):].partition("/")
+            route = self.routes.by_slug(slug)
+            if route is None:
+                return _text("404 Not Found", f"There is no site {slug!r}.\n")
+            return self.file(environ, route, name)
+        host = environ.get("HTTP_HOST") or f"{environ['SERVER_NAME']}:{environ['SERVER_PORT']}"
+        origin = request_origin(environ["wsgi.url_scheme"], host)
+        if path.endswith(".txt"):
+            for route in self.routes.site_host(origin):
+                if path == "/robots.txt":
+                    return _text("200 OK", route.robots_txt)
+                if path == f"/{route.indexnow_key}.txt":
+                    return _text("200 OK", route.indexnow_key)
+        candidates = self.routes.sitemap_candidates(origin, path)
+        for route, name in candidates:
+            published = self.store.published(route.storage_key)
+            if published is not None and name.removesuffix(".gz") in published.files:
+                return self.file(environ, route, name)
+        if len(candidates) == 1 and candidates[0][1] == candidates[0][0].entry_name:
+            return self.file(environ, *candidates[0])  # says why the entry sitemap is missing
         return None
-    origin = request_origin(request.scheme, request.host)
-    path = request.path
-    if path == "/robots.txt" or path.endswith(".txt"):
-        for route in _routes().site_host(origin):
-            if path == "/robots.txt":
-                return _text(route.robots_txt)
-            if path == f"/{route.indexnow_key}.txt":
-                return _text(route.indexnow_key)
-    candidates = _routes().sitemap_candidates(origin, path)
-    for route, name in candidates:
-        published = get_store().published(route.storage_key)
-        if published is not None and name.removesuffix(".gz") in published.files:
-            return _serve(route, name)
-    if len(candidates) == 1 and candidates[0][1] == candidates[0][0].entry_name:
-        return _serve(*candidates[0])  # explains why the entry sitemap is missing
-    return None
 
+    def file(self, environ: dict, route: SiteRoute, name: str) -> Answer:
+        published = self.store.published(route.storage_key)
+        if published is None:
+            return _text("404 Not Found", f"Site {route.slug!r} has no published sitemaps yet: "
+                                          "nothing was generated, or the site has no URLs.\n")
+        file = published.files.get(name)
+        if file is not None:
+            if file.gzip_size is None:
+                return self.send(environ, file, gzip_twin=False)
+            encoded = _accepts_gzip(environ.get("HTTP_ACCEPT_ENCODING", ""))
+            return self.send(environ, file, gzip_twin=encoded, gzip_encoded=encoded,
+                             extra=[("Vary", "Accept-Encoding")])
+        plain = published.files.get(name.removesuffix(".gz"))
+        if name.endswith(".gz") and plain is not None and plain.gzip_size is not None:
+            return self.send(environ, plain, gzip_twin=True)
+        return _text("404 Not Found", f"Site {route.slug!r} publishes no file {name!r}.\n")
 
-def _serve(route: SiteRoute, name: str) -> Response:
-    published = get_store().published(route.storage_key)
-    if published is None:
-        abort(404, f"Site {route.slug!r} has no published sitemaps yet: nothing was generated, "
-                   "or the site has no URLs.")
-    if name in published.files:
-        file = published.files[name]
-        if file.gzip_size is None:
-            return _file_response(file, gzip_twin=False)
-        gzip_encoded = request.accept_encodings["gzip"] > 0
-        response = _file_response(file, gzip_twin=gzip_encoded, gzip_encoded=gzip_encoded)
-        response.vary.add("Accept-Encoding")
-        return response
-    plain = published.files.get(name.removesuffix(".gz"))
-    if name.endswith(".gz") and plain is not None and plain.gzip_size is not None:
-        return _file_response(plain, gzip_twin=True)
-    abort(404, f"Site {route.slug!r} publishes no file {name!r}.")
+    def send(self, environ: dict, file: PublishedFile, gzip_twin: bool, gzip_encoded: bool = False,
+             extra: Headers = ()) -> Answer:
+        """The file, or its `.gz` twin as a file of its own or as the gzip-encoded file."""
+        etag = f"{file.sha256[:32]}-gz" if gzip_twin else file.sha256[:32]
+        headers = [("ETag", f'"{etag}"'), *COMMON, *extra]
+        if file.last_modified:
+            headers.append(("Last-Modified", file.last_modified))
+        if self._not_modified(environ, etag, file):
+            return "304 Not Modified", headers, []
+        if gzip_twin and not gzip_encoded:
+            headers.append(("Content-Type", "application/gzip"))
+        else:
+            headers.append(("Content-Type", TYPES[file.kind]))
+        if gzip_encoded:
+            headers.append(("Content-Encoding", "gzip"))
+        path = file.path.with_name(file.name + ".gz") if gzip_twin else file.path
+        size = file.gzip_size if gzip_twin else file.size
+        headers.append(("Content-Length", str(size)))
+        body = self.memory.get(str(path), size)
+        if body is not None:
+            return "200 OK", headers, [body]
+        try:
+            handle = open(path, "rb")
+        except FileNotFoundError:  # pruned after this set was read: a newer one is live
+            return _text("503 Service Unavailable", "The sitemaps were just republished; "
+                                                    "ask again.\n")
+        return "200 OK", headers, environ.get("wsgi.file_wrapper", FileWrapper)(handle, BLOCK)
 
-
-def _file_response(file: PublishedFile, gzip_twin: bool, gzip_encoded: bool = False) -> Response:
-    """The file, or its `.gz` twin as a file of its own or as the gzip-encoded file; a 304
-    is decided from the manifest before anything is opened."""
-    etag = f"{file.sha256[:32]}-gz" if gzip_twin else file.sha256[:32]
-    headers = {"X-Robots-Tag": "noindex", "Cache-Control": CACHE_CONTROL}
-    if _not_modified(etag, file):
-        response = Response(status=304, headers=headers)
-        response.set_etag(etag)
-        response.last_modified = file.lastmod
-        return response
-    path = file.path.with_name(file.name + ".gz") if gzip_twin else file.path
-    mimetype = "application/gzip" if gzip_twin and not gzip_encoded else TYPES[file.kind]
-    response = send_file(path, mimetype=mimetype, etag=etag, last_modified=file.lastmod,
-                         conditional=True, max_age=None)
-    response.headers.update(headers)
-    if gzip_encoded:
-        response.headers["Content-Encoding"] = "gzip"
-    return response
-
-
-def _not_modified(etag: str, file: PublishedFile) -> bool:
-    if request.if_none_match:
-        return request.if_none_match.contains(etag)
-    since = request.if_modified_since
-    return since is not None and file.lastmod is not None and file.lastmod.replace(microsecond=0) <= since
+    @staticmethod
+    def _not_modified(environ: dict, etag: str, file: PublishedFile) -> bool:
+        if "HTTP_IF_NONE_MATCH" in environ:
+            return parse_etags(environ["HTTP_IF_NONE_MATCH"]).contains(etag)
+        since = parse_date(environ.get("HTTP_IF_MODIFIED_SINCE"))
+        return since is not None and file.lastmod is not None and file.lastmod <= since
