@@ -270,3 +270,19 @@ def test_another_process_publishing_is_seen_within_the_recheck_time(tmp_path):
     assert reader.published("k").generation == 1  # trusted for a moment
     time.sleep(0.25)
     assert reader.published("k").generation == 2
+
+
+def test_people_get_an_html_table_of_any_published_sitemap(client, shop):
+    index = client.get("/sitemaps/shop/view/sitemap.xml")
+    assert index.status_code == 200
+    assert index.headers["Content-Type"] == "text/html; charset=utf-8"
+    page = etree.fromstring(index.data, etree.HTMLParser())
+    assert page.xpath("//h1/text()") == ["Sitemap index"]
+    assert page.xpath("//tbody//a/@href") == ["/sitemaps/shop/view/sitemap-1.xml",
+                                              "/sitemaps/shop/view/sitemap-2.xml"]
+
+    part = etree.fromstring(client.get("/sitemaps/shop/view/sitemap-1.xml").data, etree.HTMLParser())
+    assert page.xpath("//h1/text()") and part.xpath("//tbody//a/@href") == [
+        f"{SHOP}/page/0", f"{SHOP}/page/1"]
+    assert client.get("/sitemaps/shop/view/sitemap.xsl").status_code == 404
+    assert client.get("/sitemaps/shop/view/nope.xml").status_code == 404

@@ -17,7 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import sessionmaker
 
 from webapp.models import Site
-from webapp.protocol import DEFAULT_PORTS, origin
+from webapp.protocol import DEFAULT_PORTS, directory, origin
 from webapp.sites import robots_txt
 
 
@@ -28,6 +28,7 @@ class SiteRoute:
     site_origin: str  # scheme://host[:port] of the pages: robots.txt and the key file live here
     sitemap_origin: str  # scheme://host[:port] of the sitemap files
     sitemap_folder: str  # decoded path of the sitemap's directory, ending with "/"
+    sitemap_url_folder: str  # the same directory as a URL, as index entries write it
     entry_name: str  # the file name of the sitemap URL, e.g. sitemap.xml
     robots_txt: str
     indexnow_key: str
@@ -39,6 +40,7 @@ def _route(site: Site) -> SiteRoute:
     return SiteRoute(
         id=site.id, slug=site.slug, site_origin=origin(site.base_url),
         sitemap_origin=origin(site.sitemap_url), sitemap_folder=unquote(path[: path.rfind("/") + 1]),
+        sitemap_url_folder=directory(site.sitemap_url),
         entry_name=path.rsplit("/", 1)[-1], robots_txt=robots_txt(site),
         indexnow_key=site.indexnow_key, storage_key=site.storage_key)
 

@@ -8,6 +8,9 @@
     xmlns:xhtml="http://www.w3.org/1999/xhtml"
     exclude-result-prefixes="sm image xhtml">
   <xsl:output method="html" encoding="UTF-8" indent="yes" doctype-system="about:legacy-compat"/>
+  <!-- Set by the server-side view: links from an index then lead to the view of each file. -->
+  <xsl:param name="folder" select="''"/>
+  <xsl:param name="view" select="''"/>
   <xsl:template match="/">
     <html lang="en">
       <head>
@@ -39,7 +42,15 @@
       <tbody>
         <xsl:for-each select="sm:sitemap">
           <tr>
-            <td class="url"><a href="{sm:loc}"><xsl:value-of select="sm:loc"/></a></td>
+            <td class="url">
+              <xsl:variable name="name" select="substring-after(sm:loc, $folder)"/>
+              <xsl:choose>
+                <xsl:when test="$view != '' and $name != ''">
+                  <a href="{$view}{$name}"><xsl:value-of select="sm:loc"/></a>
+                </xsl:when>
+                <xsl:otherwise><a href="{sm:loc}"><xsl:value-of select="sm:loc"/></a></xsl:otherwise>
+              </xsl:choose>
+            </td>
             <td><xsl:value-of select="sm:lastmod"/></td>
           </tr>
         </xsl:for-each>

@@ -4,6 +4,9 @@ Where crawlers find what:
     /sitemaps/<slug>/<name>        any file of a site's published set, on any host
     <sitemap folder>/<name>        the same, on the host of the site's sitemap URL
     /robots.txt, /<key>.txt        on the host of the site's base URL
+and people:
+    /sitemaps/<slug>/view/<name>   a sitemap file as an HTML table (the stylesheet applied
+                                   here, since browsers are dropping XSLT)
 
 This audience is served by a thin WSGI layer in front of Flask rather than by a blueprint:
 Flask's per-request machinery cost about 0.7 ms, ten times what nginx needs for a whole
@@ -19,9 +22,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 
 from flask import Flask
+from lxml import etree
 from werkzeug.http import parse_date, parse_etags
 from werkzeug.wsgi import FileWrapper
 
+from webapp.sitemaps.build import STYLESHEET
 from webapp.sitemaps.publish import PublishedFile, SitemapStore
 from webapp.sitemaps.routing import SiteRoute, SiteRoutes, request_origin
 
@@ -55,7 +60,8 @@ class FileMemory:
         self._bodies: OrderedDict[str, bytes] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, path: str, size: int) -> bytes | None:
+    def get(self, path: str, size: int, make: Callable[[], bytes] | None = None) -> bytes | None:
+        """The body kept for `path`, else read (or made by `make`) and kept if small enough."""
         with self._lock:
             body = self._bodies.get(path)
             if body is not None:
@@ -64,8 +70,11 @@ class FileMemory:
         if size > self.budget // 8:
             return None
         try:
-            with open(path, "rb") as handle:
-                body = handle.read()
+            if make is not None:
+                body = make()
+            else:
+                with open(path, "rb") as handle:
+                    body = handle.read()
         except FileNotFoundError:
             return None
         with self._lock:
@@ -75,6 +84,23 @@ class FileMemory:
                 while self.used > self.budget:
                     self.used -= len(self._bodies.popitem(last=False)[1])
         return body
+
+
+_TRANSFORM = etree.XSLT(etree.parse(str(STYLESHEET)))
+_transform_lock = threading.Lock()  # an XSLT object must not run in two threads at once
+
+
+def render_html(path, folder: str = "", view: str = "") -> bytes:
+    """The sitemap file at `path` through the sitemap stylesheet: the table a browser shows.
+
+    With `folder` (where the site's sitemap files are published) and `view` (where their
+    views are), links from an index lead to the views of its files.
+    """
+    document = etree.parse(str(path), etree.XMLParser(resolve_entities=False, no_network=True,
+                                                      huge_tree=True))
+    with _transform_lock:
+        return bytes(_TRANSFORM(document, folder=etree.XSLT.strparam(folder),
+                                view=etree.XSLT.strparam(view)))
 
 
 def _text(status: str, body: str) -> Answer:
@@ -121,6 +147,8 @@ class PublicFiles:
             route = self.routes.by_slug(slug)
             if route is None:
                 return _text("404 Not Found", f"There is no site {slug!r}.\n")
+            if name.startswith("view/"):
+                return self.view(route, name.removeprefix("view/"))
             return self.file(environ, route, name)
         host = environ.get("HTTP_HOST") or f"{environ['SERVER_NAME']}:{environ['SERVER_PORT']}"
         origin = request_origin(environ["wsgi.url_scheme"], host)
@@ -155,6 +183,19 @@ class PublicFiles:
         if name.endswith(".gz") and plain is not None and plain.gzip_size is not None:
             return self.send(environ, plain, gzip_twin=True)
         return _text("404 Not Found", f"Site {route.slug!r} publishes no file {name!r}.\n")
+
+    def view(self, route: SiteRoute, name: str) -> Answer:
+        """A published sitemap file rendered as an HTML table, for people."""
+        published = self.store.published(route.storage_key)
+        file = None if published is None else published.files.get(name)
+        if file is None or file.kind not in ("urlset", "index"):
+            return _text("404 Not Found", f"Site {route.slug!r} publishes no sitemap {name!r}.\n")
+        def make() -> bytes:
+            return render_html(file.path, route.sitemap_url_folder, f"/sitemaps/{route.slug}/view/")
+
+        html = self.memory.get(f"{file.path}#view", file.size * 2, make) or make()
+        return "200 OK", [("Content-Type", "text/html; charset=utf-8"),
+                          ("Content-Length", str(len(html))), *COMMON], [html]
 
     def send(self, environ: dict, file: PublishedFile, gzip_twin: bool, gzip_encoded: bool = False,
              extra: Headers = ()) -> Answer:
