@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import threading
+from urllib.parse import unquote_to_bytes
 import time
 
 import pytest
@@ -286,3 +287,27 @@ def test_people_get_an_html_table_of_any_published_sitemap(client, shop):
         f"{SHOP}/page/0", f"{SHOP}/page/1"]
     assert client.get("/sitemaps/shop/view/sitemap.xsl").status_code == 404
     assert client.get("/sitemaps/shop/view/nope.xml").status_code == 404
+
+
+@pytest.mark.parametrize("encoding, folder", [("utf-8", "%E3%82%B5%E3%82%A4%E3%83%88"),
+                                              ("euc-jp", "%A5%B5%A5%A4%A5%C8")])
+def test_a_sitemap_folder_with_non_ascii_characters_is_found(app, client, session, encoding,
+                                                             folder):
+    site = make_site(session, name="Japan", base_url="https://jp.example.com/サイト/",
+                     sitemap_url="https://jp.example.com/サイト/sitemap.xml", encoding=encoding)
+    assert site.sitemap_url == f"https://jp.example.com/{folder}/sitemap.xml"
+    make_urls(session, site, 1)
+    jobs.regenerate(site.id, app)
+    # As servers such as gunicorn build it: the path's raw bytes, decoded as latin-1 (PEP 3333).
+    # (Werkzeug's test client would decode the escapes as UTF-8 first.)
+    raw_path = unquote_to_bytes(f"/{folder}/sitemap.xml").decode("latin-1")
+    response = client.get("/", base_url="https://jp.example.com",
+                          environ_overrides={"PATH_INFO": raw_path})
+    assert response.status_code == 200 and b"<urlset" in response.data
+
+
+def test_robots_txt_lists_the_sitemap_of_every_site_on_the_host(client, shop, session):
+    make_site(session, name="Shop DE", base_url=f"{SHOP}/de/",
+              sitemap_url=f"{SHOP}/de/sitemap.xml")
+    text = client.get("/robots.txt", base_url=SHOP).text
+    assert f"Sitemap: {SHOP}/sitemap.xml\n" in text and f"Sitemap: {SHOP}/de/sitemap.xml\n" in text

@@ -11,7 +11,7 @@ import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote_to_bytes, urlsplit
 
 from sqlalchemy import select
 from sqlalchemy.orm import sessionmaker
@@ -27,8 +27,9 @@ class SiteRoute:
     slug: str
     site_origin: str  # scheme://host[:port] of the pages: robots.txt and the key file live here
     sitemap_origin: str  # scheme://host[:port] of the sitemap files
-    sitemap_folder: str  # decoded path of the sitemap's directory, ending with "/"
+    sitemap_folder: bytes  # path of the sitemap's directory as raw bytes, ending with "/"
     sitemap_url_folder: str  # the same directory as a URL, as index entries write it
+    sitemap_url: str
     entry_name: str  # the file name of the sitemap URL, e.g. sitemap.xml
     robots_txt: str
     indexnow_key: str
@@ -39,8 +40,9 @@ def _route(site: Site) -> SiteRoute:
     path = urlsplit(site.sitemap_url).path
     return SiteRoute(
         id=site.id, slug=site.slug, site_origin=origin(site.base_url),
-        sitemap_origin=origin(site.sitemap_url), sitemap_folder=unquote(path[: path.rfind("/") + 1]),
-        sitemap_url_folder=directory(site.sitemap_url),
+        sitemap_origin=origin(site.sitemap_url),
+        sitemap_folder=unquote_to_bytes(path[: path.rfind("/") + 1]),
+        sitemap_url_folder=directory(site.sitemap_url), sitemap_url=site.sitemap_url,
         entry_name=path.rsplit("/", 1)[-1], robots_txt=robots_txt(site),
         indexnow_key=site.indexnow_key, storage_key=site.storage_key)
 
@@ -72,7 +74,7 @@ class SiteRoutes:
             if time.monotonic() - self._loaded_at < self._ttl:
                 return
             with self._sessions() as session:
-                routes = [_route(site) for site in session.scalars(select(Site))]
+                routes = [_route(site) for site in session.scalars(select(Site).order_by(Site.id))]
             by_sitemap, by_site = defaultdict(list), defaultdict(list)
             for route in routes:
                 by_sitemap[route.sitemap_origin].append(route)
@@ -88,15 +90,15 @@ class SiteRoutes:
         self._fresh()
         return self._by_slug.get(slug)
 
-    def sitemap_candidates(self, request_origin: str, path: str) -> list[tuple[SiteRoute, str]]:
-        """(site, file name) pairs whose sitemap folder this request path is in."""
+    def sitemap_candidates(self, request_origin: str, path: bytes) -> list[tuple[SiteRoute, str]]:
+        """(site, file name) pairs whose sitemap folder this request path (raw bytes) is in."""
         self._fresh()
         found = []
         for route in self._by_sitemap_origin.get(request_origin, ()):
             if path.startswith(route.sitemap_folder):
                 name = path[len(route.sitemap_folder):]
-                if name and "/" not in name:
-                    found.append((route, name))
+                if name and b"/" not in name and name.isascii():
+                    found.append((route, name.decode("ascii")))
         return found
 
     def site_host(self, request_origin: str) -> list[SiteRoute]:

@@ -109,6 +109,16 @@ def _text(status: str, body: str) -> Answer:
                     ("Content-Length", str(len(data))), ("Cache-Control", "no-cache")], [data]
 
 
+def _robots_txt(sites: list[SiteRoute]) -> str:
+    """The first site's robots.txt, with a `Sitemap:` line for every site on the host."""
+    text = sites[0].robots_txt
+    for other in sites[1:]:
+        line = f"Sitemap: {other.sitemap_url}"
+        if line.lower() not in text.lower():
+            text += f"{line}\n"
+    return text
+
+
 def _accepts_gzip(value: str) -> bool:
     for part in value.split(","):
         coding, _, params = part.partition(";")
@@ -153,12 +163,15 @@ class PublicFiles:
         host = environ.get("HTTP_HOST") or f"{environ['SERVER_NAME']}:{environ['SERVER_PORT']}"
         origin = request_origin(environ["wsgi.url_scheme"], host)
         if path.endswith(".txt"):
-            for route in self.routes.site_host(origin):
-                if path == "/robots.txt":
-                    return _text("200 OK", route.robots_txt)
+            sites = self.routes.site_host(origin)
+            if path == "/robots.txt" and sites:
+                return _text("200 OK", _robots_txt(sites))
+            for route in sites:
                 if path == f"/{route.indexnow_key}.txt":
                     return _text("200 OK", route.indexnow_key)
-        candidates = self.routes.sitemap_candidates(origin, path)
+        # PATH_INFO carries the path's bytes as latin-1 (PEP 3333): compare them as bytes,
+        # whatever encoding the site's folder names use.
+        candidates = self.routes.sitemap_candidates(origin, path.encode("latin-1", "replace"))
         for route, name in candidates:
             published = self.store.published(route.storage_key)
             if published is not None and name.removesuffix(".gz") in published.files:
