@@ -232,11 +232,46 @@ def test_every_run_is_recorded_and_old_generation_folders_are_pruned(app, sessio
     app.config["SITEMAP_KEEP_GENERATIONS"] = 2
     site = make_site(session)
     make_urls(session, site, 1)
-    runs = [jobs.regenerate(site.id, app) for _ in range(4)]
+    runs = []
+    for day in range(1, 5):
+        session.execute(Url.__table__.update().values(lastmod=f"2026-01-0{day}"))
+        session.commit()
+        runs.append(jobs.regenerate(site.id, app))
     assert [g.status for g in session.scalars(select(Generation).order_by(Generation.id))] == [
         "succeeded"] * 4
-    folders = sorted(p.name for p in get_store(app).site_folder(site.storage_key).iterdir() if p.name[0] == "g")
+    folders = sorted(p.name for p in get_store(app).site_folder(site.storage_key).iterdir()
+                     if p.name[0] == "g")
     assert folders == [f"g{runs[2].id}", f"g{runs[3].id}"]
+
+
+def test_a_run_that_changes_nothing_publishes_nothing_and_keeps_the_history(app, session):
+    site = make_site(session)
+    make_urls(session, site, 2)
+    first = jobs.regenerate(site.id, app)
+    again = jobs.regenerate(site.id, app)
+    assert (again.status, again.file_count, again.url_count) == ("unchanged", 1, 2)
+    assert get_store(app).current_generation(site.storage_key) == first.id
+    assert sorted(p.name for p in get_store(app).site_folder(site.storage_key).iterdir()) == [
+        ".lock", "current", f"g{first.id}"]  # no second folder, no staging left behind
+
+
+def test_a_rollback_dates_the_files_it_changes_as_changed_now(app, session):
+    site = make_site(session, max_urls_per_file=2)
+    locs_ = make_urls(session, site, 4)
+    old = jobs.regenerate(site.id, app, now=T1)
+    session.execute(Url.__table__.update().where(Url.loc == locs_[3]).values(lastmod="2026-01-31"))
+    session.commit()
+    jobs.regenerate(site.id, app, now=T2)
+    later = datetime(2026, 3, 1, tzinfo=UTC)
+
+    back = jobs.rollback(site.id, old.id, app, now=later)
+
+    assert back.status == "succeeded" and back.rollback_of == old.id
+    index = parse(published(app, site)["sitemap.xml"])
+    assert index.xpath("//sm:lastmod/text()", namespaces=NS) == [
+        "2026-01-01T12:00:00+00:00", "2026-03-01T00:00:00+00:00"]
+    assert published(app, site)["sitemap-2.xml"].read_bytes() == get_store(app).generation_set(
+        site.storage_key, old.id).files["sitemap-2.xml"].path.read_bytes()
 
 
 def test_an_older_generation_never_replaces_a_newer_one(tmp_path):

@@ -11,15 +11,13 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from webapp.errors import NotFound
-from webapp.models import Generation, GenerationFile, Site, utcnow
+from webapp.models import Generation, Site, utcnow
 from webapp.sitemaps import get_store
 from webapp.sitemaps.build import Limits, SitemapLimitError
-from webapp.sitemaps.generate import Published, generate_site
+from webapp.sitemaps.generate import Published, generate_site, republish_site
 
 log = logging.getLogger(__name__)
 
-FILE_COLUMNS = ("name", "kind", "url_count", "bytes", "gzip_bytes", "sha256", "first_url_id",
-                "last_url_id", "lastmod")
 # A run still "running" after this long was stopped without being able to say so.
 STALE_AFTER = timedelta(hours=1)
 
@@ -66,13 +64,17 @@ def _recorded_run(app: Flask, session: Session, site: Site, generation: Generati
         if not isinstance(exc, Exception):
             raise
         return generation
-    generation.status = "succeeded" if result.published else "superseded"
+    if result.unchanged:
+        generation.status = "unchanged"  # same bytes as the published set: nothing to do
+    else:
+        generation.status = "succeeded" if result.published else "superseded"
     generation.url_count = result.url_count
     generation.file_count = len(result.files)
     generation.bytes = result.bytes
     generation.finished_at = utcnow()
     session.commit()
-    get_store(app).prune(site.storage_key, app.config["SITEMAP_KEEP_GENERATIONS"])
+    if result.published:
+        get_store(app).prune(site.storage_key, app.config["SITEMAP_KEEP_GENERATIONS"])
     return generation
 
 
@@ -89,11 +91,12 @@ def regenerate(site_id: int, app: Flask | None = None, now: datetime | None = No
             session, site, generation, get_store(app), limits, now, publishing))
 
 
-def rollback(site_id: int, target_id: int, app: Flask | None = None) -> Generation:
+def rollback(site_id: int, target_id: int, app: Flask | None = None,
+             now: datetime | None = None) -> Generation:
     """Publish again the files of an older generation, as a new generation that says so.
 
-    A new id keeps "a newer generation is never replaced by an older one" true, and the next
-    regeneration rebuilds from the database as usual.
+    A new id keeps "a newer generation is never replaced by an older one" true; files whose
+    content changes get a new lastmod; the next regeneration rebuilds from the database.
     """
     app = app or current_app
     store = get_store(app)
@@ -106,15 +109,5 @@ def rollback(site_id: int, target_id: int, app: Flask | None = None) -> Generati
             raise NotFound(f"the files of generation {target_id} are no longer kept (only the "
                            f"last {app.config['SITEMAP_KEEP_GENERATIONS']} are)")
         generation = _start(session, site, rollback_of=target_id)
-
-        def republish(publishing: Callable[[], None]) -> Published:
-            files = [GenerationFile(generation_id=generation.id, **{
-                column: getattr(f, column) for column in FILE_COLUMNS}) for f in target.files]
-            with store.staging(site.storage_key, generation.id) as folder:
-                store.copy_generation(site.storage_key, target_id, folder, generation.id)
-                session.add_all(files)
-                publishing()
-                published = store.publish(site.storage_key, generation.id, folder)
-            return Published(files, target.url_count, published)
-
-        return _recorded_run(app, session, site, generation, republish)
+        return _recorded_run(app, session, site, generation, lambda publishing: republish_site(
+            session, site, generation, store, target, now, publishing))

@@ -39,9 +39,10 @@ STREAM_OPTIONS = {"stream_results": True, "yield_per": 10_000}
 
 @dataclass(frozen=True)
 class Published:
-    files: list[BuiltFile]
+    files: list
     url_count: int
     published: bool
+    unchanged: bool = False  # the files equal the published ones: nothing was published
 
     @property
     def bytes(self) -> int:
@@ -149,14 +150,11 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
     are ready and before the set goes live, so the caller can commit the records first.
     """
     limits = limits or Limits(max_urls=site.max_urls_per_file)
-    stamp = normalize_lastmod(now or utcnow())
-    entry_name = site.sitemap_url.rsplit("/", 1)[-1]
-    stem = entry_name.removesuffix(".xml")
+    stem = _entry_name(site).removesuffix(".xml")
     live = session.scalar(select(func.count()).select_from(Url).where(*_live_urls(site.id)))
     check_index_size(-(-live // limits.max_urls), limits)  # fail before writing anything
     images = _uses(session, site.id, UrlImage)
     alternates = _uses(session, site.id, UrlAlternate)
-    previous = _previous_files(session, site.id)
     with store.staging(site.storage_key, generation.id) as folder:
         stylesheet = f"{stem}.xsl" if site.stylesheet else None
         writer = UrlsetWriter(folder, stem, urlset_open(images, alternates, stylesheet), limits)
@@ -166,21 +164,60 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
         elif stylesheet:
             shutil.copyfile(STYLESHEET, folder / stylesheet)
         if len(files) == 1:
-            _rename(folder, files[0], entry_name)
-        _carry_lastmods(files, previous, stamp)
-        if len(files) > 1:
-            base = directory(site.sitemap_url)
-            index = write_index(folder, entry_name, [(base + f.name, f.lastmod) for f in files],
-                                limits, stylesheet)
-            _carry_lastmods([index], previous, stamp)
-            files.append(index)
-        session.add_all(GenerationFile(
-            generation_id=generation.id, name=f.name, kind=f.kind, url_count=f.url_count,
-            bytes=f.bytes, gzip_bytes=f.gzip_bytes, sha256=f.sha256, first_url_id=f.first_url_id,
-            last_url_id=f.last_url_id, lastmod=f.lastmod) for f in files)
-        session.flush()
-        store.write_manifest(folder, generation.id, files, stylesheet)
-        before_publish()
-        published = store.publish(site.storage_key, generation.id, folder)
+            _rename(folder, files[0], _entry_name(site))
+        return _finish(session, site, generation, store, folder, files, stylesheet, limits,
+                       now, before_publish)
+
+
+def republish_site(session: Session, site: Site, generation: Generation, store: SitemapStore,
+                   source: Generation, now: datetime | None = None,
+                   before_publish: Callable[[], None] = lambda: None) -> Published:
+    """Publish the urlset files of an older kept generation again, as `generation`.
+
+    Going back is a change like any other: each file whose content differs from what is
+    published now gets a new lastmod, and the index is written anew to say so.
+    """
+    kept = store.generation_set(site.storage_key, source.id)
+    files = [BuiltFile(f.name, f.kind, f.url_count, f.bytes, f.gzip_bytes, f.sha256,
+                       f.first_url_id, f.last_url_id) for f in source.files if f.kind == "urlset"]
+    stylesheet = next((name for name, f in kept.files.items() if f.kind == "stylesheet"), None)
+    names = [f.name for f in files] + [f"{f.name}.gz" for f in files]
+    if stylesheet:
+        names.append(stylesheet)
+    with store.staging(site.storage_key, generation.id) as folder:
+        store.link_files(site.storage_key, source.id, folder, names)
+        return _finish(session, site, generation, store, folder, files, stylesheet,
+                       Limits(max_urls=site.max_urls_per_file), now, before_publish)
+
+
+def _entry_name(site: Site) -> str:
+    return site.sitemap_url.rsplit("/", 1)[-1]
+
+
+def _finish(session: Session, site: Site, generation: Generation, store: SitemapStore,
+            folder: Path, files: list[BuiltFile], stylesheet: str | None, limits: Limits,
+            now: datetime | None, before_publish: Callable[[], None]) -> Published:
+    """Date the urlset files, add the index, record the set and publish it, unless it is
+    exactly what is published already."""
+    stamp = normalize_lastmod(now or utcnow())
+    previous = _previous_files(session, site.id)
+    _carry_lastmods(files, previous, stamp)
+    if len(files) > 1:
+        base = directory(site.sitemap_url)
+        index = write_index(folder, _entry_name(site),
+                            [(base + f.name, f.lastmod) for f in files], limits, stylesheet)
+        _carry_lastmods([index], previous, stamp)
+        files.append(index)
     url_count = sum(f.url_count for f in files if f.kind == "urlset")
+    if previous and {f.name: f.sha256 for f in files} == {
+            name: f.sha256 for name, f in previous.items()}:
+        return Published(files, url_count, published=False, unchanged=True)
+    session.add_all(GenerationFile(
+        generation_id=generation.id, name=f.name, kind=f.kind, url_count=f.url_count,
+        bytes=f.bytes, gzip_bytes=f.gzip_bytes, sha256=f.sha256, first_url_id=f.first_url_id,
+        last_url_id=f.last_url_id, lastmod=f.lastmod) for f in files)
+    session.flush()
+    store.write_manifest(folder, generation.id, files, stylesheet)
+    before_publish()
+    published = store.publish(site.storage_key, generation.id, folder)
     return Published(files, url_count, published)

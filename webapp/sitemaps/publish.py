@@ -116,34 +116,31 @@ class SitemapStore:
                 last_modified=http_date(lastmod) if lastmod else None)
         return PublishedSet(generation, files)
 
-    def copy_generation(self, key: str, source: int, folder: Path, generation_id: int) -> None:
-        """Fill a staging folder with the files of a kept generation, linked rather than copied."""
-        for path in (self.site_folder(key) / f"g{source}").iterdir():
-            target = folder / path.name
-            if path.name == MANIFEST:
-                manifest = json.loads(path.read_text())
-                manifest["generation"] = generation_id
-                target.write_text(json.dumps(manifest))
-                continue
+    def link_files(self, key: str, source: int, folder: Path, names: Sequence[str]) -> None:
+        """Put files of a kept generation into a staging folder, linked rather than copied.
+
+        Published files are never written to again, so sharing them between folders is safe.
+        """
+        for name in names:
+            path = self.site_folder(key) / f"g{source}" / name
             try:
-                os.link(path, target)
+                os.link(path, folder / name)
             except OSError:
-                shutil.copy2(path, target)
+                shutil.copy2(path, folder / name)
 
     def site_folder(self, key: str) -> Path:
         return self.root / str(key)
 
     @contextmanager
     def staging(self, key: str, generation_id: int) -> Iterator[Path]:
-        """A private folder to write a generation into; removed if the block fails."""
+        """A private folder to write a generation into; whatever was not published is removed."""
         folder = self.site_folder(key) / f"{STAGING_PREFIX}{generation_id}"
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         try:
             yield folder
-        except BaseException:
+        finally:
             shutil.rmtree(folder, ignore_errors=True)
-            raise
 
     @contextmanager
     def _lock(self, key: str) -> Iterator[None]:
