@@ -39,10 +39,23 @@ def run_migrations_online() -> None:
 
 
 def _run(connection) -> None:
-    # Batch mode lets later revisions alter SQLite tables, which SQLite cannot do in place.
+    # Batch mode lets later revisions alter SQLite tables, which SQLite cannot do in place: it
+    # copies the table and drops the original. With foreign keys on, that DROP would delete
+    # every row that refers to the table (ON DELETE CASCADE), so they are off while migrating
+    # and checked afterwards. SQLite only honours the pragma outside a transaction.
+    sqlite = connection.dialect.name == "sqlite"
+    if sqlite:
+        connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+        connection.commit()
     context.configure(connection=connection, target_metadata=Base.metadata, render_as_batch=True)
     with context.begin_transaction():
         context.run_migrations()
+    if sqlite:
+        broken = connection.exec_driver_sql("PRAGMA foreign_key_check").all()
+        connection.exec_driver_sql("PRAGMA foreign_keys=ON")
+        connection.commit()
+        if broken:
+            raise RuntimeError(f"the migration left rows that refer to missing rows: {broken[:5]}")
 
 
 if context.is_offline_mode():

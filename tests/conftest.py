@@ -3,19 +3,22 @@
 The schema is made once per database by running the real migrations. Tests then commit freely,
 as the app does, and each test starts from empty tables: SQLite gets a fresh copy of the
 migrated file, PostgreSQL has its tables truncated. PostgreSQL tests run when
-TEST_POSTGRESQL_URL is set (`.ci/run` sets it) and are skipped otherwise.
+TEST_POSTGRESQL_URL is set (`.ci/run` sets it) and are skipped otherwise; each run works in a
+schema of its own in that database and drops it at the end.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import text
+from sqlalchemy.engine import make_url
 
 from webapp import create_app
 from webapp.config import normalize_database_url
@@ -44,17 +47,22 @@ def sqlite_template(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def postgresql_database() -> str:
+def postgresql_database() -> Iterator[str]:
+    """A schema of its own for this run, so runs sharing the database never meet."""
     if not POSTGRESQL_URL:
         pytest.skip("TEST_POSTGRESQL_URL is not set")
-    url = normalize_database_url(POSTGRESQL_URL)
-    engine = make_engine(url)
-    with engine.begin() as connection:
-        connection.execute(text("DROP SCHEMA public CASCADE"))
-        connection.execute(text("CREATE SCHEMA public"))
-    engine.dispose()
+    schema = f"test_run_{os.getpid()}"
+    server = make_engine(normalize_database_url(POSTGRESQL_URL))
+    with server.begin() as connection:
+        connection.execute(text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
+        connection.execute(text(f"CREATE SCHEMA {schema}"))
+    url = make_url(normalize_database_url(POSTGRESQL_URL)).update_query_dict(
+        {"options": f"-csearch_path={schema}"}).render_as_string(hide_password=False)
     migrate(url)
-    return url
+    yield url
+    with server.begin() as connection:
+        connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+    server.dispose()
 
 
 def _truncate(url: str) -> None:
