@@ -66,7 +66,7 @@ def test_worker_process_and_inline_store_the_same_rows(app, session):
         for n in range(300))
     stored = []
     for parallel in (False, True):
-        site = make_site(session, name=f"Shop {parallel}")
+        site = make_site(session, name=f"Shop {parallel}", sitemap_url=f"{SHOP}map-{parallel}.xml")
         report = import_urls(session, site, io.StringIO(text), parallel=parallel)
         session.commit()
         assert report.summary() == "added 300, updated 0, unchanged 0, rejected 0"

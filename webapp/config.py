@@ -117,8 +117,9 @@ def load(overrides: Mapping[str, object] | None = None, environ: Mapping[str, st
     if "SITEMAPS_DIR" not in overrides:
         settings["SITEMAPS_DIR"] = env_str("SITEMAPS_DIR", str(folder / "sitemaps"), environ)
     if "SITEMAP_KEEP_GENERATIONS" not in overrides:
+        # At least 2: the set that was live a moment ago may still be read by a request.
         settings["SITEMAP_KEEP_GENERATIONS"] = env_int(
-            "SITEMAP_KEEP_GENERATIONS", 5, minimum=1, maximum=1000, environ=environ
+            "SITEMAP_KEEP_GENERATIONS", 5, minimum=2, maximum=1000, environ=environ
         )
     if "PROXY_COUNT" not in overrides:
         settings["PROXY_COUNT"] = env_int("PROXY_COUNT", 0, minimum=0, maximum=10, environ=environ)

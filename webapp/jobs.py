@@ -105,7 +105,12 @@ def rollback(site_id: int, target_id: int, app: Flask | None = None,
         target = session.get(Generation, target_id)
         if site is None or target is None or target.site_id != site_id or target.status != "succeeded":
             raise NotFound(f"generation {target_id} is not a successful generation of this site")
-        if store.generation_set(site.storage_key, target_id) is None:
+        kept = store.generation_set(site.storage_key, target_id)
+        entry = site.sitemap_url.rsplit("/", 1)[-1]
+        if kept is not None and kept.files and entry not in kept.files:
+            raise NotFound(f"generation {target_id} was published under another sitemap URL "
+                           f"(it has no {entry}); regenerate instead")
+        if kept is None:
             raise NotFound(f"the files of generation {target_id} are no longer kept (only the "
                            f"last {app.config['SITEMAP_KEEP_GENERATIONS']} are)")
         generation = _start(session, site, rollback_of=target_id)

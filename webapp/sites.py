@@ -70,6 +70,26 @@ def _check_max_urls(value: str) -> int:
     return number
 
 
+def _file_stem(sitemap_url: str) -> tuple[str, str]:
+    """(folder URL, stem) of the files a sitemap URL publishes: stem.xml, stem-N.xml, stem.xsl."""
+    folder, _, name = sitemap_url.rpartition("/")
+    return folder, name.removesuffix(".xml")
+
+
+def _check_own_file_names(session: Session, site: Site, sitemap_url: str) -> None:
+    """Two sites publishing into one folder must not publish files of the same name."""
+    folder, stem = _file_stem(sitemap_url)
+    for other in session.scalars(select(Site).where(Site.id != site.id) if site.id else select(Site)):
+        other_folder, other_stem = _file_stem(other.sitemap_url)
+        if folder != other_folder:
+            continue
+        if stem == other_stem or any(re.fullmatch(re.escape(a) + r"-\d+", b)
+                                     for a, b in ((stem, other_stem), (other_stem, stem))):
+            raise InvalidValue("sitemap_url", sitemap_url, f"would publish files with the same "
+                               f"names as site {other.slug!r} ({other.sitemap_url}) in the same "
+                               "folder; choose another file name or folder")
+
+
 def _slug_from(session: Session, name: str) -> str:
     """A free slug from the name: accents folded (Café -> cafe), other characters as '-'."""
     folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
@@ -159,6 +179,7 @@ def update_site(session: Session, site: Site, changes: Mapping[str, str]) -> str
     base_url = normalize_base_url(changes.get("base_url", site.base_url), encoding)
     sitemap_url = normalize_sitemap_url(changes.get("sitemap_url", site.sitemap_url), encoding)
     warning = check_site_scope(base_url, sitemap_url)
+    _check_own_file_names(session, site, sitemap_url)
     if "slug" in values and values["slug"] != site.slug:
         taken = session.scalar(select(Site.id).where(Site.slug == values["slug"]))
         if taken is not None:

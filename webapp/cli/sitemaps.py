@@ -134,7 +134,12 @@ def sitemaps_rollback(site_ref, generation_id):
     with session_scope() as session:
         site = find_site(session, site_ref)
     generation = jobs.rollback(site.id, generation_id)
+    if generation.status == "unchanged":
+        click.echo(f"{site.slug}: generation {generation_id} holds the files published now; "
+                   "nothing to do")
+        return
     if generation.status != "succeeded":
-        raise click.ClickException(f"rollback failed: {generation.error}")
+        raise click.ClickException(f"rollback {generation.status}: "
+                                   f"{generation.error or 'a newer generation was published'}")
     click.echo(f"{site.slug}: generation {generation.id} publishes the files of generation "
                f"{generation_id} ({generation.url_count} URLs)")

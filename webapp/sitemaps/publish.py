@@ -14,8 +14,6 @@ import hashlib
 import json
 import os
 import shutil
-import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -63,14 +61,9 @@ class SitemapStore:
     """`<root>/<site storage key>/g<generation id>/` folders and a `current` link to the
     published one."""
 
-    # How long a process trusts what it last read of `current`. Reading the link on every
-    # request costs a system call, which under load means waiting for the GIL again; a
-    # reader that switches up to a second late still reads a complete set (old ones are kept).
-    RECHECK_SECONDS = 1.0
-
     def __init__(self, root: str | os.PathLike[str]):
         self.root = Path(root)
-        self._sets: dict[str, tuple[float, PublishedSet | None]] = {}  # key: (read at, set)
+        self._sets: dict[str, PublishedSet] = {}  # per site, the last set read
 
     @staticmethod
     def write_manifest(folder: Path, generation_id: int, files: Sequence,
@@ -85,19 +78,20 @@ class SitemapStore:
         (folder / MANIFEST).write_text(json.dumps({"generation": generation_id, "files": entries}))
 
     def published(self, key: str) -> PublishedSet | None:
-        """The published set of a site, read once per generation and then kept in memory."""
-        now = time.monotonic()
-        read_at, cached = self._sets.get(key, (float("-inf"), None))
-        if now - read_at < self.RECHECK_SECONDS:
-            return cached
+        """The published set of a site, read once per generation and then kept in memory.
+
+        The `current` link is read on every call: several processes serve at once, and an
+        index from one and its files from another must come from the same generation.
+        """
         generation = self.current_generation(key)
         if generation is None:
-            published = None
-        elif cached is not None and cached.generation == generation:
-            published = cached
-        else:
-            published = self.generation_set(key, generation)
-        self._sets[key] = (now, published)
+            return None
+        cached = self._sets.get(key)
+        if cached is not None and cached.generation == generation:
+            return cached
+        published = self.generation_set(key, generation)
+        if published is not None:
+            self._sets[key] = published
         return published
 
     def generation_set(self, key: str, generation: int) -> PublishedSet | None:
@@ -171,7 +165,6 @@ class SitemapStore:
             link.symlink_to(final.name)
             os.replace(link, site_folder / CURRENT)
             _fsync_path(site_folder)
-        self._sets.pop(key, None)  # this process sees its own publish at once
         return True
 
     def current_generation(self, key: str) -> int | None:

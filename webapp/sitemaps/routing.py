@@ -7,6 +7,7 @@ to a site reaches every process within that time.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import defaultdict
@@ -14,11 +15,14 @@ from dataclasses import dataclass
 from urllib.parse import unquote_to_bytes, urlsplit
 
 from sqlalchemy import select
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import sessionmaker
 
 from webapp.models import Site
 from webapp.protocol import DEFAULT_PORTS, directory, origin
 from webapp.sites import robots_txt
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -73,8 +77,15 @@ class SiteRoutes:
         with self._lock:
             if time.monotonic() - self._loaded_at < self._ttl:
                 return
-            with self._sessions() as session:
-                routes = [_route(site) for site in session.scalars(select(Site).order_by(Site.id))]
+            try:
+                with self._sessions() as session:
+                    routes = [_route(site)
+                              for site in session.scalars(select(Site).order_by(Site.id))]
+            except SQLAlchemyError:
+                # The files are on disk: keep serving what is known, and ask again later.
+                log.exception("cannot read the sites; serving the last known table")
+                self._loaded_at = time.monotonic()
+                return
             by_sitemap, by_site = defaultdict(list), defaultdict(list)
             for route in routes:
                 by_sitemap[route.sitemap_origin].append(route)

@@ -17,6 +17,7 @@ is answered from the manifest without opening the file. Everything else goes on 
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -60,8 +61,8 @@ class FileMemory:
         self._bodies: OrderedDict[str, bytes] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, path: str, size: int, make: Callable[[], bytes] | None = None) -> bytes | None:
-        """The body kept for `path`, else read (or made by `make`) and kept if small enough."""
+    def get(self, path: str, size: int) -> bytes | None:
+        """The body kept for `path`, else read and kept if small enough."""
         with self._lock:
             body = self._bodies.get(path)
             if body is not None:
@@ -70,11 +71,8 @@ class FileMemory:
         if size > self.budget // 8:
             return None
         try:
-            if make is not None:
-                body = make()
-            else:
-                with open(path, "rb") as handle:
-                    body = handle.read()
+            with open(path, "rb") as handle:
+                body = handle.read()
         except FileNotFoundError:
             return None
         with self._lock:
@@ -109,6 +107,12 @@ def _text(status: str, body: str) -> Answer:
                     ("Content-Length", str(len(data))), ("Cache-Control", "no-cache")], [data]
 
 
+def _busy() -> Answer:
+    status, headers, body = _text("503 Service Unavailable",
+                                  "The sitemaps were just republished; ask again.\n")
+    return status, [*headers, ("Retry-After", "1")], body
+
+
 def _robots_txt(sites: list[SiteRoute]) -> str:
     """The first site's robots.txt, with a `Sitemap:` line for every site on the host."""
     text = sites[0].robots_txt
@@ -120,15 +124,21 @@ def _robots_txt(sites: list[SiteRoute]) -> str:
 
 
 def _accepts_gzip(value: str) -> bool:
-    for part in value.split(","):
-        coding, _, params = part.partition(";")
-        if coding.strip().lower() in ("gzip", "x-gzip", "*"):
-            quality = params.strip().removeprefix("q=").strip()
-            try:
-                return not quality or float(quality) > 0
-            except ValueError:
-                return False
-    return False
+    """Whether an Accept-Encoding header allows gzip: an explicit entry decides over `*`."""
+    qualities = {}
+    for member in value.split(","):
+        coding, *params = member.split(";")
+        quality = 1.0
+        for param in params:
+            name, _, number = param.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    quality = float(number)
+                except ValueError:
+                    quality = 0.0
+        qualities[coding.strip().lower()] = quality
+    explicit = [qualities[c] for c in ("gzip", "x-gzip") if c in qualities]
+    return (max(explicit) if explicit else qualities.get("*", 0.0)) > 0
 
 
 class PublicFiles:
@@ -137,6 +147,7 @@ class PublicFiles:
     def __init__(self, next_app: Callable, store: SitemapStore, routes: SiteRoutes,
                  memory: FileMemory):
         self.next_app, self.store, self.routes, self.memory = next_app, store, routes, memory
+        self._render_lock = threading.Lock()
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         answer = self.answer(environ) if environ["REQUEST_METHOD"] in ("GET", "HEAD") else None
@@ -152,16 +163,22 @@ class PublicFiles:
 
     def answer(self, environ: dict) -> Answer | None:
         path = environ.get("PATH_INFO") or "/"
-        if path.startswith("/sitemaps/"):
-            slug, _, name = path[len("/sitemaps/"):].partition("/")
-            route = self.routes.by_slug(slug)
-            if route is None:
-                return _text("404 Not Found", f"There is no site {slug!r}.\n")
-            if name.startswith("view/"):
-                return self.view(route, name.removeprefix("view/"))
-            return self.file(environ, route, name)
         host = environ.get("HTTP_HOST") or f"{environ['SERVER_NAME']}:{environ['SERVER_PORT']}"
         origin = request_origin(environ["wsgi.url_scheme"], host)
+        answer = self.site_host(environ, origin, path)
+        if answer is not None or not path.startswith("/sitemaps/"):
+            return answer
+        slug, _, name = path[len("/sitemaps/"):].partition("/")
+        route = self.routes.by_slug(slug)
+        if route is None:
+            return _text("404 Not Found", f"There is no site {slug!r}.\n")
+        if name.startswith("view/"):
+            return self.view(environ, route, name.removeprefix("view/"))
+        return self.file(environ, route, name)
+
+    def site_host(self, environ: dict, origin: str, path: str) -> Answer | None:
+        """Requests to a site's own host: its sitemap files at their public paths, robots.txt,
+        the key file. Tried first, so a site may keep its sitemaps in a /sitemaps/ folder."""
         if path.endswith(".txt"):
             sites = self.routes.site_host(origin)
             if path == "/robots.txt" and sites:
@@ -197,18 +214,28 @@ class PublicFiles:
             return self.send(environ, plain, gzip_twin=True)
         return _text("404 Not Found", f"Site {route.slug!r} publishes no file {name!r}.\n")
 
-    def view(self, route: SiteRoute, name: str) -> Answer:
+    def view(self, environ: dict, route: SiteRoute, name: str) -> Answer:
         """A published sitemap file rendered as an HTML table, for people."""
         published = self.store.published(route.storage_key)
         file = None if published is None else published.files.get(name)
         if file is None or file.kind not in ("urlset", "index"):
             return _text("404 Not Found", f"Site {route.slug!r} publishes no sitemap {name!r}.\n")
-        def make() -> bytes:
-            return render_html(file.path, route.sitemap_url_folder, f"/sitemaps/{route.slug}/view/")
-
-        html = self.memory.get(f"{file.path}#view", file.size * 2, make) or make()
+        page = file.path.with_name(f".view-{file.name}.html")
+        try:
+            if not page.exists():  # rendered once per generation, then sent like any file
+                with self._render_lock:
+                    if not page.exists():
+                        html = render_html(file.path, route.sitemap_url_folder,
+                                           f"/sitemaps/{route.slug}/view/")
+                        draft = page.with_name(f"{page.name}.{os.getpid()}.part")
+                        draft.write_bytes(html)
+                        os.replace(draft, page)
+            handle = open(page, "rb")
+        except OSError:  # the generation was pruned meanwhile
+            return _busy()
         return "200 OK", [("Content-Type", "text/html; charset=utf-8"),
-                          ("Content-Length", str(len(html))), *COMMON], [html]
+                          ("Content-Length", str(os.fstat(handle.fileno()).st_size)), *COMMON], \
+            environ.get("wsgi.file_wrapper", FileWrapper)(handle, BLOCK)
 
     def send(self, environ: dict, file: PublishedFile, gzip_twin: bool, gzip_encoded: bool = False,
              extra: Headers = ()) -> Answer:
@@ -234,13 +261,12 @@ class PublicFiles:
         try:
             handle = open(path, "rb")
         except FileNotFoundError:  # pruned after this set was read: a newer one is live
-            return _text("503 Service Unavailable", "The sitemaps were just republished; "
-                                                    "ask again.\n")
+            return _busy()
         return "200 OK", headers, environ.get("wsgi.file_wrapper", FileWrapper)(handle, BLOCK)
 
     @staticmethod
     def _not_modified(environ: dict, etag: str, file: PublishedFile) -> bool:
-        if "HTTP_IF_NONE_MATCH" in environ:
-            return parse_etags(environ["HTTP_IF_NONE_MATCH"]).contains(etag)
+        if "HTTP_IF_NONE_MATCH" in environ:  # weak comparison, as RFC 9110 13.1.2 asks
+            return parse_etags(environ["HTTP_IF_NONE_MATCH"]).contains_weak(etag)
         since = parse_date(environ.get("HTTP_IF_MODIFIED_SINCE"))
         return since is not None and file.lastmod is not None and file.lastmod <= since
