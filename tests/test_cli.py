@@ -301,7 +301,7 @@ def test_generate_prints_files_urls_and_bytes_and_export_copies_them(runner, sho
     generated = runner.invoke(args=["sitemaps", "generate", shop])
     exported = runner.invoke(args=["sitemaps", "export", shop, str(tmp_path / "out")])
 
-    match = re.fullmatch(r"shop: 1 files, 2 URLs, (\d+) bytes \(succeeded, generation \d+\)\n",
+    match = re.fullmatch(r"shop: 1 file, 2 URLs, (\d+) bytes \(succeeded, generation \d+\)\n",
                          generated.stdout)
     assert generated.exit_code == 0 and match, generated.output
     xml, gz = tmp_path / "out" / "sitemap.xml", tmp_path / "out" / "sitemap.xml.gz"
@@ -322,7 +322,7 @@ def test_generate_all_covers_every_site(runner, shop):
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert [line.split(": ")[0] for line in lines] == ["shop", "blog"]
-    assert all(": 1 files, 1 URLs, " in line and "(succeeded" in line for line in lines)
+    assert all(": 1 file, 1 URLs, " in line and "(succeeded" in line for line in lines)
 
 
 @pytest.mark.parametrize("args", [[], ["shop", "--all"]])
@@ -364,7 +364,7 @@ def test_ensure_admin_creates_the_admin_once_and_shows_the_password_once(runner,
     second = runner.invoke(args=["users", "ensure-admin"])
 
     assert first.exit_code == 0 and second.exit_code == 0
-    password = first.stdout.rstrip("\n").rsplit(" with password: ", 1)[1]
+    password = first.stdout.splitlines()[0].rsplit(" with password: ", 1)[1]
     assert verify_password(find_user(session, "admin@localhost"), password)
     assert "admin@localhost" in second.stdout and "password:" not in second.stdout
 
@@ -421,3 +421,22 @@ def test_export_to_a_folder_that_cannot_be_made_fails_in_one_line(runner, shop):
     runner.invoke(args=["sitemaps", "generate", shop])
     assert_fails_cleanly(runner.invoke(args=["sitemaps", "export", shop, "/proc/no/such"]),
                          "/proc/no")
+
+
+def test_urls_list_shows_live_urls_and_deleted_ones_on_request(runner, shop):
+    runner.invoke(args=["urls", "add", shop, f"{SHOP}a", "--lastmod", "2024-01-02", "--priority", "0.5"])
+    runner.invoke(args=["urls", "add", shop, f"{SHOP}b"])
+    runner.invoke(args=["urls", "delete", shop, f"{SHOP}b"])
+    live = runner.invoke(args=["urls", "list", shop])
+    gone = runner.invoke(args=["urls", "list", shop, "--deleted"])
+    assert live.stdout == f"{SHOP}a\t2024-01-02\t\t0.5\n"
+    assert gone.stdout == f"{SHOP}b\t\t\t\n"
+
+
+def test_diff_after_the_first_generation_lists_every_url_as_added(runner, shop):
+    runner.invoke(args=["urls", "add", shop, f"{SHOP}a"])
+    runner.invoke(args=["sitemaps", "generate", shop])
+    result = runner.invoke(args=["sitemaps", "diff", shop])
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[0] == f"+ {SHOP}a"
+    assert result.stdout.splitlines()[-1].endswith(": 1 added, 0 removed, 0 changed")

@@ -100,7 +100,7 @@ def test_a_repeated_loc_keeps_the_last_line_and_is_reported(session):
         f"loc,priority\n{SHOP}a,0.1\n{SHOP}b,0.2\n{SHOP}a,0.3\n"))
     session.commit()
     assert report.duplicates == 1 and report.added == 2
-    assert "1 lines repeated a loc" in report.summary()
+    assert "1 line repeated a loc" in report.summary()
     assert session.scalar(select(Url.priority).where(Url.loc == f"{SHOP}a")) == 0.3
 
 

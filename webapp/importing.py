@@ -53,7 +53,8 @@ class ImportReport:
         text = (f"added {self.added}, updated {self.updated}, unchanged {self.unchanged}, "
                 f"rejected {self.rejected}")
         if self.duplicates:
-            text += f" ({self.duplicates} lines repeated a loc already in the file: the last one is kept)"
+            lines = "line repeated a loc" if self.duplicates == 1 else "lines repeated a loc"
+            text += f" ({self.duplicates} {lines} already in the file: the last one is kept)"
         return text
 
 

@@ -194,7 +194,7 @@ def update_site(session: Session, site: Site, changes: Mapping[str, str]) -> str
     values["base_url"], values["sitemap_url"] = base_url, sitemap_url
     for name, value in values.items():
         setattr(site, name, value)
-    return warning
+    return warning if {"base_url", "sitemap_url"} & set(changes) else None
 
 
 def create_site(session: Session, name: str, base_url: str, sitemap_url: str | None = None,

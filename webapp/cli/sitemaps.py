@@ -14,6 +14,7 @@ from webapp.db import session_scope
 from webapp.models import Generation, Site
 from webapp.sitemaps import get_store
 from webapp.sitemaps.history import diff
+from webapp.sitemaps.publish import PublishedSet
 from webapp.sites import find_site
 
 group = AppGroup("sitemaps", help="Generate and export sitemap files, and look back at them.")
@@ -24,7 +25,8 @@ def _generate(site_id: int, slug: str) -> bool:
     if generation.status == "failed":
         click.echo(f"{slug}: failed: {generation.error}", err=True)
         return False
-    click.echo(f"{slug}: {generation.file_count} files, {generation.url_count} URLs, "
+    files = "1 file" if generation.file_count == 1 else f"{generation.file_count} files"
+    click.echo(f"{slug}: {files}, {generation.url_count} URLs, "
                f"{generation.bytes} bytes ({generation.status}, generation {generation.id})")
     return True
 
@@ -105,12 +107,16 @@ def sitemaps_diff(site_ref, generations, limit):
                 select(Generation.id).where(Generation.site_id == site.id,
                                             Generation.status == "succeeded"))
                 if store.generation_set(site.storage_key, g))
-            if len(kept) < 2:
-                raise click.ClickException("fewer than two generations are kept to compare")
-            generations = (kept[-2], store.current_generation(site.storage_key) or kept[-1])
+            if not kept:
+                raise click.ClickException(f"site {site.slug} has no generation kept to compare")
+            current = store.current_generation(site.storage_key) or kept[-1]
+            earlier = [g for g in kept if g < current]
+            generations = (earlier[-1] if earlier else 0, current)
     if len(generations) != 2:
         raise click.UsageError("give two generation ids, or none")
-    sets = [store.generation_set(site.storage_key, g) for g in generations]
+    # Generation 0 stands for "nothing published": every URL of the first one is added.
+    sets = [store.generation_set(site.storage_key, g) if g else PublishedSet(0, {})
+            for g in generations]
     for generation, kept in zip(generations, sets):
         if kept is None:
             raise click.ClickException(f"the files of generation {generation} are not kept")

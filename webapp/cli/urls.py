@@ -6,10 +6,12 @@ from pathlib import Path
 
 import click
 from flask.cli import AppGroup
+from sqlalchemy import select
 
 from webapp.cli import friendly_errors
 from webapp.db import session_scope
 from webapp.importing import import_urls
+from webapp.models import Url
 from webapp.protocol import CHANGEFREQS
 from webapp.sites import find_site
 from webapp.urls import delete_url, save_url
@@ -68,3 +70,22 @@ def urls_import(site_ref, file):
         click.echo(f"... and {report.rejected - len(report.rejections)} more rejections", err=True)
     if report.rejected:
         raise SystemExit(1)
+
+
+@group.command("list")
+@click.argument("site_ref", metavar="SITE")
+@click.option("--limit", default=100, show_default=True, help="How many URLs to list (0: all).")
+@click.option("--deleted", is_flag=True, help="List deleted URLs instead.")
+@friendly_errors
+def urls_list(site_ref, limit, deleted):
+    """The stored URLs of a site: loc, lastmod, changefreq, priority, tab-separated."""
+    with session_scope() as session:
+        site = find_site(session, site_ref)
+        query = (select(Url.loc, Url.lastmod, Url.changefreq, Url.priority)
+                 .where(Url.site_id == site.id,
+                        Url.deleted_at.is_not(None) if deleted else Url.deleted_at.is_(None))
+                 .order_by(Url.id))
+        if limit:
+            query = query.limit(limit)
+        for row in session.execute(query):
+            click.echo("\t".join("" if value is None else str(value) for value in row))

@@ -45,8 +45,9 @@ def users_ensure_admin():
         email = admin.email
     port = current_app.config.get("PORT", 5000)
     if password:
-        click.echo(f"Created admin account. Sign in at http://127.0.0.1:{port}/ as {email} "
-                   f"with password: {password}")
+        click.echo(f"Created the admin account {email} with password: {password}")
     else:
-        click.echo(f"Sign in at http://127.0.0.1:{port}/ as {email}. Forgot the password? "
-                   f"flask --app webapp users set-password {email}")
+        click.echo(f"The admin account is {email} (to choose a new password: "
+                   f"flask --app webapp users set-password {email}).")
+    click.echo(f"The app is at http://127.0.0.1:{port}/; the browser dashboard's sign-in is "
+               "being built, so for now manage sites with `flask --app webapp ...` (README).")
