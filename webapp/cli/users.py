@@ -47,7 +47,7 @@ def users_ensure_admin():
     if password:
         click.echo(f"Created the admin account {email} with password: {password}")
     else:
-        click.echo(f"The admin account is {email} (to choose a new password: "
+        click.echo(f"The admin account is {email} (for a new password, run "
                    f"flask --app webapp users set-password {email}).")
     click.echo(f"The app is at http://127.0.0.1:{port}/; the browser dashboard's sign-in is "
                "being built, so for now manage sites with `flask --app webapp ...` (README).")
