@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
-import uuid
 import sys
+import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from common import BASE, fresh_site_database
+
 CHANGEFREQS = ("daily", "weekly", "monthly", None)
 PRIORITIES = (0.8, 0.5, None, 0.3)
 ENCODED = "%E3%82%B5%E3%82%A4%E3%83%88%E3%83%9E%E3%83%83%E3%83%97"  # サイトマップ in UTF-8

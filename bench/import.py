@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import csv
 import sqlite3
-import sys
 import tempfile
 import time
 from pathlib import Path

@@ -9,9 +9,23 @@ from datetime import date, datetime, timedelta, timezone
 import pytest
 
 from webapp.protocol import (
-    CHANGEFREQS, ProtocolError, Scope, check_encoding, check_site_scope, check_text, directory,
-    escape, format_priority, normalize_base_url, normalize_changefreq, normalize_hreflang,
-    normalize_lastmod, normalize_priority, normalize_sitemap_url, normalize_url, origin,
+    CHANGEFREQS,
+    ProtocolError,
+    Scope,
+    check_encoding,
+    check_site_scope,
+    check_text,
+    directory,
+    escape,
+    format_priority,
+    normalize_base_url,
+    normalize_changefreq,
+    normalize_hreflang,
+    normalize_lastmod,
+    normalize_priority,
+    normalize_sitemap_url,
+    normalize_url,
+    origin,
 )
 
 XSD_LASTMOD = re.compile(r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}:\d{2}\+00:00)?$")

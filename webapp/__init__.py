@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from flask import Flask
-
-from webapp import cli, config, db, http, sitemaps
-from webapp.views import dashboard, public
+if TYPE_CHECKING:
+    from flask import Flask
 
 
 def create_app(overrides: Mapping[str, object] | None = None) -> Flask:
     """Build the app; `overrides` replace settings read from the environment (tests use this)."""
+    # Imported here, not above, so that `import webapp.protocol` stays light: the import
+    # worker process needs the protocol rules and none of the web application.
+    from flask import Flask
+
+    from webapp import cli, config, db, http, sitemaps
+    from webapp.views import dashboard, public
+
     settings = config.load(overrides)
     app = Flask(__name__, instance_path=str(settings["INSTANCE_PATH"]),
                 template_folder="../templates")

@@ -9,7 +9,6 @@ commits; a file that cannot be read at all raises ImportFormatError and stores n
 from __future__ import annotations
 
 import csv
-import io
 import multiprocessing
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -23,17 +22,14 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from webapp.errors import InvalidValue
+from webapp.import_rows import validate_text
 from webapp.models import Site, Url
-from webapp.protocol import Scope
-from webapp.urls import FIELD_RULES
+from webapp.protocol import FIELD_RULES
 
 COLUMNS = ("loc", *FIELD_RULES)
 CHUNK_CHARS = 512 * 1024  # about 5,000 rows: one existence query and one executemany each
 MAX_REPORTED = 10_000  # rejections kept word for word; beyond that they are only counted
 PARALLEL_FROM_BYTES = 4 << 20  # below this, starting a worker process costs more than it saves
-
-Row = tuple[int, list[str]]  # (line number, cells)
-
 
 @dataclass
 class ImportReport:
@@ -137,44 +133,6 @@ def _cut(text: str, quoted: bool, stuck: bool) -> int:
         # cut by lines and let the csv module read the quote as it will.
         return text.rfind("\n") + 1
     return cut
-
-
-def _rows(columns: tuple[str, ...], first_line: int, text: str) -> Iterator[Row]:
-    """(number of the line the row starts on, cells) for every non-blank row of a chunk."""
-    if not columns:
-        for number, raw in enumerate(text.split("\n"), start=first_line):
-            raw = raw.strip()
-            if raw and not raw.startswith("#"):
-                yield number, [raw]
-        return
-    reader = csv.reader(io.StringIO(text))
-    consumed = 0
-    for cells in reader:
-        start, consumed = first_line + consumed, reader.line_num
-        if cells:
-            yield start, cells
-
-
-def validate_text(base_url: str, encoding: str, columns: tuple[str, ...],
-                  chunk: tuple[int, str]) -> tuple[list[tuple], list[tuple[int, str]]]:
-    """Parse and check a piece of the file: valid values in column order, and (line, reason).
-
-    A pure function of its arguments, so it can run in a worker process.
-    """
-    normalize_loc = Scope(base_url, encoding).normalize
-    names = columns or ("loc",)
-    rules = [normalize_loc if name == "loc" else FIELD_RULES[name] for name in names]
-    width = len(names)
-    valid, rejected = [], []
-    for line, cells in _rows(columns, *chunk):
-        if len(cells) != width:
-            rejected.append((line, f"has {len(cells)} fields; the header has {width}"))
-            continue
-        try:
-            valid.append(tuple(rule(cell) for rule, cell in zip(rules, cells)))
-        except InvalidValue as exc:
-            rejected.append((line, str(exc)))
-    return valid, rejected
 
 
 def _map_ahead(pool: ProcessPoolExecutor, function: Callable, chunks: Iterable) -> Iterator:

@@ -399,6 +399,14 @@ def format_priority(value: float) -> str:
     return f"{value:.3f}".rstrip("0")
 
 
+# The optional fields of a URL and the rule each one follows.
+FIELD_RULES = {
+    "lastmod": normalize_lastmod,
+    "changefreq": normalize_changefreq,
+    "priority": normalize_priority,
+}
+
+
 # --- Extensions (§4) ----------------------------------------------------------------------------
 
 _HREFLANG = re.compile(r"x-default|[a-z]{2,3}(?:-[a-z]{4})?(?:-(?:[a-z]{2}|\d{3}))?",

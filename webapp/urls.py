@@ -10,21 +10,12 @@ from sqlalchemy.orm import Session
 from webapp.errors import InvalidValue, NotFound
 from webapp.models import Site, Url, UrlAlternate, UrlImage, utcnow
 from webapp.protocol import (
+    FIELD_RULES,
     MAX_IMAGES_PER_URL,
     Scope,
-    normalize_changefreq,
     normalize_hreflang,
-    normalize_lastmod,
-    normalize_priority,
     normalize_url,
 )
-
-# The optional fields of a URL and the rule each one follows.
-FIELD_RULES = {
-    "lastmod": normalize_lastmod,
-    "changefreq": normalize_changefreq,
-    "priority": normalize_priority,
-}
 
 
 def scope_of(site: Site) -> Scope:

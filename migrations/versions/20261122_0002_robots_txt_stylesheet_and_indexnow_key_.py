@@ -12,7 +12,6 @@ import uuid
 import sqlalchemy as sa
 from alembic import op
 
-
 revision = '0002'
 down_revision = '0001'
 branch_labels = None
