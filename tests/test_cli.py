@@ -440,3 +440,14 @@ def test_diff_after_the_first_generation_lists_every_url_as_added(runner, shop):
     assert result.exit_code == 0
     assert result.stdout.splitlines()[0] == f"+ {SHOP}a"
     assert result.stdout.splitlines()[-1].endswith(": 1 added, 0 removed, 0 changed")
+
+
+def test_two_sites_exported_into_one_folder_keep_each_others_files(runner, shop, tmp_path):
+    runner.invoke(args=["sites", "create", "News", SHOP, "--sitemap-url", f"{SHOP}sitemap-news.xml"])
+    for slug in (shop, "news"):
+        runner.invoke(args=["urls", "add", slug, f"{SHOP}{slug}"])
+        runner.invoke(args=["sitemaps", "generate", slug])
+    out = tmp_path / "public"
+    for slug in (shop, "news", shop):
+        assert runner.invoke(args=["sitemaps", "export", slug, str(out)]).exit_code == 0
+    assert {"sitemap.xml", "sitemap-news.xml"} <= {p.name for p in out.iterdir()}

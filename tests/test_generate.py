@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gzip
+import os
+import shutil
 import threading
 from datetime import UTC, datetime
 
@@ -15,7 +17,14 @@ from webapp import jobs
 from webapp.errors import InvalidValue
 from webapp.models import Generation, GenerationFile, Url, UrlAlternate, UrlImage
 from webapp.sitemaps import get_store
-from webapp.sitemaps.build import Limits, UrlsetWriter, image_fragment, url_fragment, urlset_open
+from webapp.sitemaps.build import (
+    Limits,
+    UrlsetWriter,
+    image_fragment,
+    url_fragment,
+    urlset_open,
+    write_index,
+)
 from webapp.sitemaps.publish import SitemapStore
 from webapp.urls import save_url
 
@@ -394,3 +403,39 @@ def test_a_new_site_never_sees_files_left_by_a_site_of_a_reset_database(app, ses
     assert new.storage_key != old_key
     assert get_store(app).published(new.storage_key) is None
     assert get_store(app).published(old_key) is not None
+
+
+def test_writing_an_index_replaces_a_linked_file_instead_of_writing_through_it(tmp_path):
+    older, staging = tmp_path / "g1", tmp_path / "g2"
+    older.mkdir()
+    staging.mkdir()
+    (older / "sitemap-1.xml").write_text("the old generation's file")
+    (older / "sitemap-1.xml.gz").write_bytes(b"old gzip")
+    os.link(older / "sitemap-1.xml", staging / "sitemap-1.xml")
+    os.link(older / "sitemap-1.xml.gz", staging / "sitemap-1.xml.gz")
+
+    write_index(staging, "sitemap-1.xml", [("https://shop.example.com/sitemap-2.xml", "2026-01-01")])
+
+    assert (older / "sitemap-1.xml").read_text() == "the old generation's file"
+    assert (older / "sitemap-1.xml.gz").read_bytes() == b"old gzip"
+    assert b"<sitemapindex" in (staging / "sitemap-1.xml").read_bytes()
+
+
+def test_rollback_refuses_a_generation_whose_entry_file_is_not_its_entry(app, session):
+    site = make_site(session, max_urls_per_file=1)
+    make_urls(session, site, 2)
+    old = jobs.regenerate(site.id, app)
+    site.sitemap_url = "https://shop.example.com/sitemap-1.xml"  # now names a child of `old`
+    session.commit()
+    with pytest.raises(LookupError, match="published under another sitemap URL"):
+        jobs.rollback(site.id, old.id, app)
+    assert "<sitemapindex" in published(app, site)["sitemap.xml"].read_text()
+
+
+def test_a_store_that_lost_its_files_is_published_again(app, session):
+    site = make_site(session)
+    make_urls(session, site, 1)
+    jobs.regenerate(site.id, app)
+    shutil.rmtree(get_store(app).site_folder(site.storage_key))
+    again = jobs.regenerate(site.id, app)
+    assert again.status == "succeeded" and "sitemap.xml" in published(app, site)

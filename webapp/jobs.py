@@ -71,6 +71,7 @@ def _recorded_run(app: Flask, session: Session, site: Site, generation: Generati
     generation.url_count = result.url_count
     generation.file_count = len(result.files)
     generation.bytes = result.bytes
+    generation.error = None  # a run taken for dead while it was slow finished after all
     generation.finished_at = utcnow()
     session.commit()
     if result.published:
@@ -107,7 +108,10 @@ def rollback(site_id: int, target_id: int, app: Flask | None = None,
             raise NotFound(f"generation {target_id} is not a successful generation of this site")
         kept = store.generation_set(site.storage_key, target_id)
         entry = site.sitemap_url.rsplit("/", 1)[-1]
-        if kept is not None and kept.files and entry not in kept.files:
+        urlsets = [f for f in (kept.files.values() if kept else ()) if f.kind == "urlset"]
+        entry_file = kept.files.get(entry) if kept else None
+        if kept is not None and kept.files and not (
+                entry_file and (entry_file.kind == "index" or urlsets == [entry_file])):
             raise NotFound(f"generation {target_id} was published under another sitemap URL "
                            f"(it has no {entry}); regenerate instead")
         if kept is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import os
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -115,16 +116,26 @@ def alternate_fragment(hreflang: str, href: str) -> str:
     return f'<xhtml:link rel="alternate" hreflang="{escape(hreflang)}" href="{escape(href)}"/>'
 
 
+def replace_file(path: Path, data: bytes) -> None:
+    """Write a new file at `path`: a file already there (perhaps a link into an older
+    generation, which must never change) is replaced, never written through."""
+    draft = path.with_name(f".{path.name}.part")
+    draft.write_bytes(data)
+    os.replace(draft, path)
+
+
 def _compress_and_hash(path: Path, built: BuiltFile) -> BuiltFile:
     """Write `<path>.gz` beside the file and record both digests' worth of facts."""
     digest = hashlib.sha256()
     gz_path = path.with_name(path.name + ".gz")
+    draft = gz_path.with_name(f".{gz_path.name}.part")  # replaces, never writes through a link
     # mtime=0 and no file name make the gzip bytes depend only on the content.
-    with open(path, "rb") as source, open(gz_path, "wb") as raw, \
+    with open(path, "rb") as source, open(draft, "wb") as raw, \
             gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=GZIP_LEVEL, mtime=0) as out:
         while chunk := source.read(FLUSH_BYTES):
             digest.update(chunk)
             out.write(chunk)
+    os.replace(draft, gz_path)
     built.sha256 = digest.hexdigest()
     built.gzip_bytes = gz_path.stat().st_size
     return built
@@ -210,5 +221,5 @@ def write_index(folder: Path, name: str, entries: list[tuple[str, str]],
     if len(data) > limits.max_bytes:
         raise SitemapLimitError(f"the sitemap index would be {len(data)} bytes; "
                                 f"the limit is {limits.max_bytes}")
-    (folder / name).write_bytes(data)
+    replace_file(folder / name, data)
     return _compress_and_hash(folder / name, BuiltFile(name, "index", len(entries), len(data)))

@@ -7,6 +7,7 @@ digest recorded per file are what incremental regeneration builds on.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import os
 import shutil
@@ -116,14 +117,32 @@ def _uses(session: Session, site_id: int, model) -> bool:
         model.url_id == Url.id, *_live_urls(site_id)))))
 
 
-def _previous_files(session: Session, site_id: int) -> dict[str, GenerationFile]:
+def _previous_files(session: Session, site_id: int) -> tuple[int | None, dict[str, GenerationFile]]:
+    """The last successful generation of the site and its files by name."""
     latest = session.scalar(
         select(Generation.id).where(Generation.site_id == site_id, Generation.status == "succeeded")
         .order_by(Generation.id.desc()).limit(1))
     if latest is None:
-        return {}
+        return None, {}
     files = session.scalars(select(GenerationFile).where(GenerationFile.generation_id == latest))
-    return {f.name: f for f in files}
+    return latest, {f.name: f for f in files}
+
+
+def _same_as_published(store: SitemapStore, site: Site, previous_id: int | None,
+                       previous: dict[str, GenerationFile], files: list[BuiltFile],
+                       folder: Path, stylesheet: str | None) -> bool:
+    """Whether the new files equal, byte for byte, what is being served now."""
+    published = store.published(site.storage_key)
+    if published is None or published.generation != previous_id:
+        return False  # the files on disk are not what the database remembers
+    if {f.name: f.sha256 for f in files} != {name: f.sha256 for name, f in previous.items()}:
+        return False
+    served = published.files.get(stylesheet) if stylesheet else None
+    if stylesheet and (served is None or served.sha256 != hashlib.sha256(
+            (folder / stylesheet).read_bytes()).hexdigest()):
+        return False
+    return stylesheet is not None or not any(
+        f.kind == "stylesheet" for f in published.files.values())
 
 
 def _rename(folder: Path, built: BuiltFile, name: str) -> None:
@@ -200,7 +219,7 @@ def _finish(session: Session, site: Site, generation: Generation, store: Sitemap
     """Date the urlset files, add the index, record the set and publish it, unless it is
     exactly what is published already."""
     stamp = normalize_lastmod(now or utcnow())
-    previous = _previous_files(session, site.id)
+    previous_id, previous = _previous_files(session, site.id)
     _carry_lastmods(files, previous, stamp)
     if len(files) > 1:
         base = directory(site.sitemap_url)
@@ -209,8 +228,8 @@ def _finish(session: Session, site: Site, generation: Generation, store: Sitemap
         _carry_lastmods([index], previous, stamp)
         files.append(index)
     url_count = sum(f.url_count for f in files if f.kind == "urlset")
-    if previous and {f.name: f.sha256 for f in files} == {
-            name: f.sha256 for name, f in previous.items()}:
+    if previous and _same_as_published(store, site, previous_id, previous, files, folder,
+                                       stylesheet):
         return Published(files, url_count, published=False, unchanged=True)
     session.add_all(GenerationFile(
         generation_id=generation.id, name=f.name, kind=f.kind, url_count=f.url_count,

@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from werkzeug.http import http_date
 CURRENT = "current"
 STAGING_PREFIX = ".staging-"
 MANIFEST = "manifest.json"
-EXPORT_MARKER = ".sitemap-export.json"
+EXPORT_MARKER = ".sitemap-export-{key}.json"
 
 
 @dataclass(frozen=True)
@@ -208,11 +209,12 @@ class SitemapStore:
         sources = [path for f in entry_last for path in (
             [f.path.with_name(f.name + ".gz"), f.path] if f.gzip_size is not None else [f.path])]
         for source in sources:
-            draft = destination / f".{source.name}.{os.getpid()}.part"
+            handle, draft = tempfile.mkstemp(prefix=f".{source.name}.", dir=destination)
+            os.close(handle)
             shutil.copy2(source, draft)
             os.replace(draft, destination / source.name)
         names = sorted(source.name for source in sources)
-        marker = destination / EXPORT_MARKER
+        marker = destination / EXPORT_MARKER.format(key=key)  # sites may share a folder
         try:
             earlier = json.loads(marker.read_text())
         except (FileNotFoundError, ValueError):

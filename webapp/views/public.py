@@ -18,6 +18,7 @@ is answered from the manifest without opening the file. Everything else goes on 
 from __future__ import annotations
 
 import os
+import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -221,20 +222,24 @@ class PublicFiles:
         if file is None or file.kind not in ("urlset", "index"):
             return _text("404 Not Found", f"Site {route.slug!r} publishes no sitemap {name!r}.\n")
         page = file.path.with_name(f".view-{file.name}.html")
+        headers = [("Content-Type", "text/html; charset=utf-8"), *COMMON]
         try:
             if not page.exists():  # rendered once per generation, then sent like any file
                 with self._render_lock:
                     if not page.exists():
                         html = render_html(file.path, route.sitemap_url_folder,
                                            f"/sitemaps/{route.slug}/view/")
-                        draft = page.with_name(f"{page.name}.{os.getpid()}.part")
-                        draft.write_bytes(html)
-                        os.replace(draft, page)
+                        try:
+                            handle, draft = tempfile.mkstemp(prefix=f"{page.name}.", dir=page.parent)
+                            with os.fdopen(handle, "wb") as out:
+                                out.write(html)
+                            os.replace(draft, page)
+                        except PermissionError:  # a read-only store: serve it, keep nothing
+                            return "200 OK", [*headers, ("Content-Length", str(len(html)))], [html]
             handle = open(page, "rb")
-        except OSError:  # the generation was pruned meanwhile
+        except FileNotFoundError:  # the generation was pruned meanwhile
             return _busy()
-        return "200 OK", [("Content-Type", "text/html; charset=utf-8"),
-                          ("Content-Length", str(os.fstat(handle.fileno()).st_size)), *COMMON], \
+        return "200 OK", [*headers, ("Content-Length", str(os.fstat(handle.fileno()).st_size))], \
             environ.get("wsgi.file_wrapper", FileWrapper)(handle, BLOCK)
 
     def send(self, environ: dict, file: PublishedFile, gzip_twin: bool, gzip_encoded: bool = False,
