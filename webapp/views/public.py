@@ -29,7 +29,7 @@ from werkzeug.http import parse_date, parse_etags
 from werkzeug.wsgi import FileWrapper
 
 from webapp.sitemaps.build import STYLESHEET
-from webapp.sitemaps.publish import PublishedFile, SitemapStore
+from webapp.sitemaps.publish import PublishedFile, PublishedSet, SitemapStore
 from webapp.sitemaps.routing import SiteRoute, SiteRoutes, request_origin
 
 XML = "application/xml; charset=utf-8"
@@ -193,13 +193,14 @@ class PublicFiles:
         for route, name in candidates:
             published = self.store.published(route.storage_key)
             if published is not None and name.removesuffix(".gz") in published.files:
-                return self.file(environ, route, name)
+                return self.file(environ, route, name, published)
         if len(candidates) == 1 and candidates[0][1] == candidates[0][0].entry_name:
             return self.file(environ, *candidates[0])  # says why the entry sitemap is missing
         return None
 
-    def file(self, environ: dict, route: SiteRoute, name: str) -> Answer:
-        published = self.store.published(route.storage_key)
+    def file(self, environ: dict, route: SiteRoute, name: str,
+             published: PublishedSet | None = None) -> Answer:
+        published = published or self.store.published(route.storage_key)
         if published is None:
             return _text("404 Not Found", f"Site {route.slug!r} has no published sitemaps yet: "
                                           "nothing was generated, or the site has no URLs.\n")
