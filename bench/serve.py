@@ -109,9 +109,10 @@ def start_nginx(tmp: Path, folder: Path, port: int) -> subprocess.Popen:
     return subprocess.Popen(["nginx", "-c", str(config), "-e", str(tmp / "nginx-error.log")])
 
 
-def start_gunicorn(env: dict[str, str], port: int, worker_class: str) -> subprocess.Popen:
+def start_gunicorn(env: dict[str, str], port: int, worker_class: str,
+                   threads: int) -> subprocess.Popen:
     gunicorn = Path(sys.executable).with_name("gunicorn")
-    extra = ["--worker-class", "gthread", "--threads", "4"] if worker_class == "gthread" else []
+    extra = ["--worker-class", "gthread", "--threads", str(threads)] if worker_class == "gthread" else []
     return subprocess.Popen(
         [str(gunicorn), "--workers", "2", *extra, "--bind", f"127.0.0.1:{port}",
          "--log-level", "warning", "webapp:create_app()"], env=env, cwd=ROOT)
@@ -131,6 +132,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--worker-class", choices=["sync", "gthread"], default="gthread")
+    parser.add_argument("--threads", type=int, default=4, help="threads per gthread worker")
     args = parser.parse_args()
     for tool in ("nginx", "wrk"):
         if shutil.which(tool) is None:
@@ -141,7 +143,7 @@ def main() -> None:
         env, folder = publish(tmp)
         size, gz_size = (folder / "sitemap.xml").stat().st_size, (folder / "sitemap.xml.gz").stat().st_size
         app_port, nginx_port = free_port(), free_port()
-        servers = {"app": start_gunicorn(env, app_port, args.worker_class),
+        servers = {"app": start_gunicorn(env, app_port, args.worker_class, args.threads),
                    "nginx": start_nginx(tmp, folder, nginx_port)}
         urls = {"app": f"http://127.0.0.1:{app_port}/sitemaps/shop/sitemap.xml",
                 "nginx": f"http://127.0.0.1:{nginx_port}/sitemap.xml"}
@@ -157,7 +159,7 @@ def main() -> None:
             }
             print(f"{URLS} URLs: {size} bytes, {gz_size} gzipped; wrk -t2 -c{args.connections} "
                   f"-d{args.seconds}s, median of {args.rounds} alternating rounds; gunicorn 2 "
-                  f"{args.worker_class} workers; nginx 2 workers")
+                  f"{args.worker_class} workers, {args.threads} threads each; nginx 2 workers")
             print(f"{'request':<22} {'app req/s':>10} {'nginx req/s':>12} {'ratio':>6}  "
                   f"errors  (app runs; nginx runs)")
             for case, headers in cases.items():
