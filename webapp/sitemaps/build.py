@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
+import tempfile
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -119,8 +120,9 @@ def alternate_fragment(hreflang: str, href: str) -> str:
 def replace_file(path: Path, data: bytes) -> None:
     """Write a new file at `path`: a file already there (perhaps a link into an older
     generation, which must never change) is replaced, never written through."""
-    draft = path.with_name(f".{path.name}.part")
-    draft.write_bytes(data)
+    handle, draft = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(handle, "wb") as out:
+        out.write(data)
     os.replace(draft, path)
 
 

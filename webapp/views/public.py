@@ -18,7 +18,6 @@ is answered from the manifest without opening the file. Everything else goes on 
 from __future__ import annotations
 
 import os
-import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -28,7 +27,7 @@ from lxml import etree
 from werkzeug.http import parse_date, parse_etags
 from werkzeug.wsgi import FileWrapper
 
-from webapp.sitemaps.build import STYLESHEET
+from webapp.sitemaps.build import STYLESHEET, replace_file
 from webapp.sitemaps.publish import PublishedFile, PublishedSet, SitemapStore
 from webapp.sitemaps.routing import SiteRoute, SiteRoutes, request_origin
 
@@ -231,10 +230,7 @@ class PublicFiles:
                         html = render_html(file.path, route.sitemap_url_folder,
                                            f"/sitemaps/{route.slug}/view/")
                         try:
-                            handle, draft = tempfile.mkstemp(prefix=f"{page.name}.", dir=page.parent)
-                            with os.fdopen(handle, "wb") as out:
-                                out.write(html)
-                            os.replace(draft, page)
+                            replace_file(page, html)
                         except PermissionError:  # a read-only store: serve it, keep nothing
                             return "200 OK", [*headers, ("Content-Length", str(len(html)))], [html]
             handle = open(page, "rb")
