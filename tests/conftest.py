@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from alembic import command
 from alembic.config import Config
+from pytest_httpserver import HTTPServer
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
@@ -93,9 +94,32 @@ def app(database_url, tmp_path):
         "SECRET_KEY": "test-secret",
         "INSTANCE_PATH": str(tmp_path / "instance"),
         "SITEMAPS_DIR": str(tmp_path / "sitemaps"),
+        # Nothing in a test may reach the internet: the default engines are a closed local port.
+        "INDEXNOW_ENDPOINT": "http://127.0.0.1:9/indexnow",
+        "GSC_ENDPOINT": "http://127.0.0.1:9/",
+        "NOTIFY_TIMEOUT": 2,
+        "NOTIFY_MAX_ATTEMPTS": 4,
+        "NOTIFY_RETRY_SECONDS": 60,
     })
     yield app
     app.extensions["db_engine"].dispose()
+
+
+@pytest.fixture(scope="session")
+def engine_server() -> Iterator[HTTPServer]:
+    server = HTTPServer(host="127.0.0.1", port=0, threaded=True)
+    server.start()
+    yield server
+    server.clear()
+    server.stop()
+
+
+@pytest.fixture
+def engine(engine_server) -> HTTPServer:
+    """A fake search engine on 127.0.0.1: it records every request (`engine.log`) and answers
+    as each test tells it to (pytest-httpserver's expect_request / respond_with_*)."""
+    engine_server.clear()
+    return engine_server
 
 
 @pytest.fixture

@@ -51,6 +51,14 @@ def env_int(
     return value
 
 
+def env_url(name: str, default: str, environ: Mapping[str, str] = os.environ) -> str:
+    """An absolute http(s) URL."""
+    value = env_str(name, default, environ)
+    if not re.fullmatch(r"https?://[^\s/?#]+(/\S*)?", value):
+        raise ConfigError(f"{name}={value!r} is not an http:// or https:// URL")
+    return value
+
+
 def normalize_database_url(url: str) -> str:
     """Accept database URLs as people write them and pick the driver this project installs."""
     for prefix in ("postgres://", "postgresql://"):
@@ -129,6 +137,20 @@ def load(overrides: Mapping[str, object] | None = None, environ: Mapping[str, st
     if "SERVE_MEMORY_MB" not in overrides:
         settings["SERVE_MEMORY_MB"] = env_int("SERVE_MEMORY_MB", 64, minimum=0, maximum=65536,
                                               environ=environ)
+    for name, default in (("INDEXNOW_ENDPOINT", "https://api.indexnow.org/indexnow"),
+                          ("GSC_ENDPOINT", "https://www.googleapis.com/")):
+        if name not in overrides:
+            settings[name] = env_url(name, default, environ)
+    if "NOTIFY_TIMEOUT" not in overrides:
+        settings["NOTIFY_TIMEOUT"] = env_int("NOTIFY_TIMEOUT", 10, minimum=1, maximum=300,
+                                             environ=environ)
+    if "NOTIFY_MAX_ATTEMPTS" not in overrides:
+        settings["NOTIFY_MAX_ATTEMPTS"] = env_int("NOTIFY_MAX_ATTEMPTS", 8, minimum=1, maximum=50,
+                                                  environ=environ)
+    if "NOTIFY_RETRY_SECONDS" not in overrides:
+        # The first retry waits about this long; each later one twice as long, up to 6 hours.
+        settings["NOTIFY_RETRY_SECONDS"] = env_int("NOTIFY_RETRY_SECONDS", 60, minimum=1,
+                                                   maximum=86400, environ=environ)
     if "PORT" not in overrides:
         settings["PORT"] = env_int("PORT", 5000, minimum=1, maximum=65535, environ=environ)
     settings.update(overrides)

@@ -21,6 +21,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
+from webapp.changes import next_change_seq
 from webapp.errors import InvalidValue
 from webapp.import_rows import validate_text
 from webapp.models import Site, Url
@@ -38,6 +39,7 @@ class ImportReport:
     unchanged: int = 0
     rejected: int = 0
     duplicates: int = 0
+    change_seq: int = 0  # the site's change number this import's writes carry, once it has one
     rejections: list[tuple[int, str]] = field(default_factory=list)
 
     def reject(self, line: int, reason: str) -> None:
@@ -190,13 +192,13 @@ def _size(stream: TextIO) -> int:
 
 
 def _insert_many(connection: Connection, rows: list[tuple]) -> None:
-    """Insert (site_id, loc, lastmod, changefreq, priority) tuples with the driver's executemany.
+    """Insert (site_id, change_seq, loc, lastmod, changefreq, priority) tuples with the driver's executemany.
 
     SQLAlchemy's executemany builds and processes a parameter dict per row, which doubled the
     cost of a large import; the values here are already validated, and bound, never spliced.
     """
     mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
-    names = ("site_id", *COLUMNS)
+    names = ("site_id", "change_seq", *COLUMNS)
     connection.exec_driver_sql(
         f"INSERT INTO {Url.__tablename__} ({', '.join(names)}) "
         f"VALUES ({', '.join([mark] * len(names))})", rows)
@@ -211,10 +213,16 @@ def _write_batch(session: Session, site: Site, columns: tuple[str, ...],
         .where(Url.site_id == site.id, Url.loc.in_(list(batch))))}
     positions = [(columns.index(name) if name in columns else None) for name in COLUMNS]
     inserts, updates = [], []
+
+    def seq() -> int:  # one change number for the whole import, taken at its first change
+        if not report.change_seq:
+            report.change_seq = next_change_seq(session, site.id)
+        return report.change_seq
+
     for loc, values in batch.items():
         row = existing.get(loc)
         if row is None:
-            inserts.append((site.id, *(None if i is None else values[i] for i in positions)))
+            inserts.append((site.id, seq(), *(None if i is None else values[i] for i in positions)))
             report.added += 1
             continue
         given = dict(zip(columns, values))
@@ -222,12 +230,12 @@ def _write_batch(session: Session, site: Site, columns: tuple[str, ...],
         if row.id > last_id_before and row.deleted_at is None:
             report.duplicates += 1
             if changed:
-                updates.append({"id": row.id, **changed})
+                updates.append({"id": row.id, "change_seq": seq(), **changed})
         elif row.deleted_at is not None:
-            updates.append({"id": row.id, "deleted_at": None, **given})
+            updates.append({"id": row.id, "deleted_at": None, "change_seq": seq(), **given})
             report.added += 1
         elif changed:
-            updates.append({"id": row.id, **changed})
+            updates.append({"id": row.id, "change_seq": seq(), **changed})
             report.updated += 1
         else:
             report.unchanged += 1

@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from flask import Flask, current_app
 from sqlalchemy import update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from webapp.changes import committed_change_seq
 from webapp.errors import NotFound
 from webapp.models import Generation, Site, utcnow
+from webapp.notify import gsc, indexnow, ledger, ping
+from webapp.notify.base import DeliveryError
 from webapp.sitemaps import get_store
 from webapp.sitemaps.build import Limits, SitemapLimitError
 from webapp.sitemaps.generate import Published, generate_site, republish_site
 
 log = logging.getLogger(__name__)
+
+ENGINES = {"indexnow": indexnow, "gsc": gsc, "ping": ping}
 
 # A run still "running" after this long was stopped without being able to say so.
 STALE_AFTER = timedelta(hours=1)
@@ -87,7 +94,7 @@ def regenerate(site_id: int, app: Flask | None = None, now: datetime | None = No
         site = session.get(Site, site_id)
         if site is None:
             raise NotFound(f"no site with id {site_id}")
-        generation = _start(session, site)
+        generation = _start(session, site, change_seq=committed_change_seq(session, site.id))
         return _recorded_run(app, session, site, generation, lambda publishing: generate_site(
             session, site, generation, get_store(app), limits, now, publishing))
 
@@ -120,3 +127,71 @@ def rollback(site_id: int, target_id: int, app: Flask | None = None,
         generation = _start(session, site, rollback_of=target_id)
         return _recorded_run(app, session, site, generation, lambda publishing: republish_site(
             session, site, generation, store, target, now, publishing))
+
+
+def announce(site_id: int, app: Flask | None = None, now: datetime | None = None) -> list[int]:
+    """Write the delivery records for what the site's published sitemaps changed; their ids.
+
+    Planning twice at once is harmless: the cursors move conditionally, and the second
+    planner's records are rolled back with its transaction.
+    """
+    app = app or current_app
+    with app.extensions["db_sessionmaker"]() as session:
+        site = session.get(Site, site_id)
+        if site is None:
+            raise NotFound(f"no site with id {site_id}")
+        try:
+            planned = ledger.plan(session, site, app.config, now or utcnow())
+            session.commit()
+        except (ledger.PlanConflict, IntegrityError):
+            session.rollback()
+            return []
+        return [delivery.id for delivery in planned]
+
+
+def delivery_lease(config: dict) -> timedelta:
+    """How long a claimed record stays with its sender: a token request and a submission."""
+    return timedelta(seconds=2 * config["NOTIFY_TIMEOUT"] + 30)
+
+
+def deliver(app: Flask | None = None, now: datetime | None = None, site_id: int | None = None,
+            hold: frozenset[str] = frozenset(), only: frozenset[int] | None = None,
+            rng: random.Random | None = None) -> list[int]:
+    """Make one attempt at every record that is due (of a site, not of held engines, only
+    some); ids of the records attempted.
+
+    Each record is claimed and committed before it is sent and its outcome committed after,
+    so a sender that dies leaves the record to be taken over once its lease runs out.
+    """
+    app = app or current_app
+    config = app.config
+    lease = delivery_lease(config)
+    attempted: list[int] = []
+    with app.extensions["db_sessionmaker"]() as session:
+        while ids := [i for i in ledger.due(session, now or utcnow(), lease, site_id, hold, only)
+                      if i not in attempted]:
+            for delivery_id in ids:
+                attempted.append(delivery_id)
+                _attempt(session, delivery_id, config, now, lease, rng)
+    return attempted
+
+
+def _attempt(session: Session, delivery_id: int, config: dict, now: datetime | None,
+             lease: timedelta, rng: random.Random | None) -> None:
+    delivery = ledger.claim(session, delivery_id, now or utcnow(), lease)
+    session.commit()
+    if delivery is None:
+        return  # another sender has it
+    site = session.get(Site, delivery.site_id)
+    try:
+        answer = ENGINES[delivery.engine].deliver(site, delivery, config)
+    except DeliveryError as exc:
+        ledger.failed(session, delivery, exc, now or utcnow(), config["NOTIFY_RETRY_SECONDS"], rng)
+    except Exception as exc:  # a bug here must not stop the other deliveries
+        log.exception("delivery %s failed unexpectedly", delivery_id)
+        ledger.failed(session, delivery, DeliveryError(
+            f"unexpected error: {type(exc).__name__}: {exc}"), now or utcnow(),
+            config["NOTIFY_RETRY_SECONDS"], rng)
+    else:
+        ledger.succeeded(session, delivery, answer, now or utcnow())
+    session.commit()

@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 from sqlalchemy import (
     BigInteger,
     Boolean,
-    DateTime,
     Float,
     ForeignKey,
     Index,
@@ -16,12 +15,13 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
     func,
     true,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from webapp.db import Base
+from webapp.db import Base, UTCDateTime
 
 # The protocol caps a loc at 2,048 characters; IndexNow and Search Console share that ceiling.
 URL_LENGTH = 2048
@@ -42,8 +42,8 @@ def new_indexnow_key() -> str:
 
 class Timestamps:
     # Set by the database, so bulk inserts and updates pay nothing per row for them.
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(),
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, server_default=func.now())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, server_default=func.now(),
                                                  onupdate=func.now())
 
 
@@ -67,6 +67,19 @@ class Site(Timestamps, Base):
     # Names the site's folder of published files. Random rather than the id, so a database
     # that is reset (ids start again at 1) never picks up another site's files.
     storage_key: Mapped[str] = mapped_column(String(32), unique=True, default=new_storage_key)
+    # Raised by every transaction that adds, changes or deletes URLs of the site; the URLs it
+    # touched carry the new value. Announcements read it as a position in the site's changes.
+    change_seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    indexnow_enabled: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # None means the INDEXNOW_ENDPOINT setting.
+    indexnow_endpoint: Mapped[str | None] = mapped_column(String(URL_LENGTH))
+    # "root": /<key>.txt on the site's host; "sitemap": beside the sitemap, sent as keyLocation.
+    indexnow_key_location: Mapped[str] = mapped_column(String(8), default="root",
+                                                       server_default="root")
+    gsc_property: Mapped[str | None] = mapped_column(String(URL_LENGTH))
+    gsc_credentials: Mapped[str | None] = mapped_column(String(4096))  # a service-account file
+    gsc_endpoint: Mapped[str | None] = mapped_column(String(URL_LENGTH))
+    ping_urls: Mapped[str | None] = mapped_column(Text)  # templates, one per line
 
     urls: Mapped[list[Url]] = relationship(back_populates="site", passive_deletes=True)
     generations: Mapped[list[Generation]] = relationship(back_populates="site", passive_deletes=True)
@@ -82,6 +95,7 @@ class Url(Timestamps, Base):
     __table_args__ = (
         UniqueConstraint("site_id", "loc"),
         Index("ix_urls_site_id_id", "site_id", "id"),
+        Index("ix_urls_site_id_change_seq", "site_id", "change_seq"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -91,7 +105,9 @@ class Url(Timestamps, Base):
     lastmod: Mapped[str | None] = mapped_column(String(25))
     changefreq: Mapped[str | None] = mapped_column(String(7))
     priority: Mapped[float | None] = mapped_column(Float)
-    deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The site's change_seq of the transaction that last added, changed or deleted this URL.
+    change_seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
 
     site: Mapped[Site] = relationship(back_populates="urls")
     images: Mapped[list[UrlImage]] = relationship(
@@ -148,14 +164,16 @@ class Generation(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     site_id: Mapped[int] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"), index=True)
     status: Mapped[str] = mapped_column(String(16), default="running")
-    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     url_count: Mapped[int] = mapped_column(Integer, default=0)
     file_count: Mapped[int] = mapped_column(Integer, default=0)
     bytes: Mapped[int] = mapped_column(BigInteger, default=0)
     error: Mapped[str | None] = mapped_column(Text)
     # Set when this generation republished the files of an older one (`sitemaps rollback`).
     rollback_of: Mapped[int | None] = mapped_column(Integer)
+    # The site's change_seq when the run started: every URL change up to it is in the output.
+    change_seq: Mapped[int | None] = mapped_column(BigInteger)
 
     site: Mapped[Site] = relationship(back_populates="generations")
     files: Mapped[list[GenerationFile]] = relationship(
@@ -187,6 +205,53 @@ class GenerationFile(Base):
 
     def __repr__(self) -> str:
         return f"<GenerationFile {self.name} urls={self.url_count}>"
+
+
+class NotifyCursor(Base):
+    """How far a site's changes have been handed to an engine: every change up to `position` is
+    in a delivery record. A change_seq for IndexNow, a generation id for sitemap submissions."""
+
+    __tablename__ = "notify_cursors"
+
+    site_id: Mapped[int] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"),
+                                         primary_key=True)
+    engine: Mapped[str] = mapped_column(String(16), primary_key=True)
+    position: Mapped[int] = mapped_column(BigInteger, default=0)
+
+    def __repr__(self) -> str:
+        return f"<NotifyCursor site={self.site_id} {self.engine} at {self.position}>"
+
+
+class Delivery(Base):
+    """One announcement to one engine, and how each attempt to deliver it went."""
+
+    __tablename__ = "deliveries"
+    __table_args__ = (Index("ix_deliveries_status_next_attempt_at", "status", "next_attempt_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    site_id: Mapped[int] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"), index=True)
+    engine: Mapped[str] = mapped_column(String(16))  # indexnow, gsc or ping
+    generation_id: Mapped[int | None] = mapped_column(Integer)
+    # The address of the last attempt (for ping, the template's URL, fixed when planned).
+    target: Mapped[str | None] = mapped_column(String(URL_LENGTH))
+    url_count: Mapped[int] = mapped_column(Integer, default=0)
+    urls: Mapped[str | None] = mapped_column(Text)  # IndexNow: the locs, one per line
+    # pending (waiting for an attempt), sending (claimed), delivered, accepted (IndexNow 202),
+    # failed (permanent answer, or out of attempts).
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    attempt_limit: Mapped[int] = mapped_column(Integer)
+    http_status: Mapped[int | None] = mapped_column(Integer)
+    outcome: Mapped[str | None] = mapped_column(Text)  # what the answer means and what to do
+    response_excerpt: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    claimed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    def __repr__(self) -> str:
+        return f"<Delivery {self.id} site={self.site_id} {self.engine} {self.status}>"
 
 
 class User(Timestamps, Base):

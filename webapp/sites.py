@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 from collections.abc import Callable, Mapping
@@ -9,12 +10,16 @@ from collections.abc import Callable, Mapping
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from webapp.changes import committed_change_seq
 from webapp.errors import InvalidValue, NotFound
 from webapp.models import Site, Url, new_indexnow_key
+from webapp.notify.ledger import set_position
+from webapp.notify.ping import check_templates
 from webapp.protocol import (
     MAX_URLS_PER_FILE,
     check_encoding,
     check_site_scope,
+    directory,
     normalize_base_url,
     normalize_changefreq,
     normalize_priority,
@@ -133,11 +138,58 @@ def _show_robots_txt(value: str | None) -> str:
 
 
 def _check_indexnow_key(value: str) -> str:
+    """A key of the protocol's form; `new` makes a fresh one (rotation)."""
     value = value.strip()
+    if value == "new":
+        return new_indexnow_key()
     if not _INDEXNOW_KEY.fullmatch(value):
         raise InvalidValue("indexnow_key", value, "must be 8 to 128 characters: letters, digits "
-                           "or '-'")
+                           "or '-' (or `new` for a fresh random key)")
     return value
+
+
+def _check_endpoint(name: str) -> Callable[[str], str | None]:
+    def check(value: str) -> str | None:
+        value = value.strip()
+        if value and not re.fullmatch(r"https?://[^\s/?#]+(/\S*)?", value):
+            raise InvalidValue(name, value, "must be an http:// or https:// URL, or empty for "
+                               "the default")
+        return value or None
+
+    return check
+
+
+def _check_choice(name: str, choices: tuple[str, ...]) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        if value.strip() not in choices:
+            raise InvalidValue(name, value, f"must be one of {', '.join(choices)}")
+        return value.strip()
+
+    return check
+
+
+def _check_gsc_property(value: str) -> str | None:
+    value = value.strip()
+    if value and not re.fullmatch(r"sc-domain:[a-z0-9.-]+|https?://[^\s/?#]+/\S*", value):
+        raise InvalidValue("gsc_property", value, "must be a Search Console property as it "
+                           "names it: sc-domain:example.com or https://example.com/")
+    return value or None
+
+
+def _check_gsc_credentials(value: str) -> str | None:
+    """The path of a service-account key file, checked by loading it; empty turns it off."""
+    value = value.strip()
+    if not value:
+        return None
+    from webapp.notify import gsc  # google-auth is imported only when a file is configured
+
+    path = os.path.abspath(value)
+    gsc.load_credentials(path)
+    return path
+
+
+def _optional(value: object) -> str:
+    return "" if value is None else str(value)
 
 
 # Each setting: how to read it from text, and how to show it as text.
@@ -152,7 +204,14 @@ SETTINGS: dict[str, tuple[Callable[[str], object], Callable[[object], str]]] = {
     "max_urls_per_file": (_check_max_urls, str),
     "stylesheet": (_check_flag("stylesheet"), lambda v: "on" if v else "off"),
     "robots_txt": (_check_robots_txt, _show_robots_txt),
+    "indexnow_enabled": (_check_flag("indexnow_enabled"), lambda v: "on" if v else "off"),
     "indexnow_key": (_check_indexnow_key, str),
+    "indexnow_key_location": (_check_choice("indexnow_key_location", ("root", "sitemap")), str),
+    "indexnow_endpoint": (_check_endpoint("indexnow_endpoint"), _optional),
+    "gsc_property": (_check_gsc_property, _optional),
+    "gsc_credentials": (_check_gsc_credentials, _optional),
+    "gsc_endpoint": (_check_endpoint("gsc_endpoint"), _optional),
+    "ping_urls": (check_templates, lambda v: ",".join((v or "").split("\n"))),
 }
 
 
@@ -191,6 +250,15 @@ def update_site(session: Session, site: Site, changes: Mapping[str, str]) -> str
         if outside:
             raise InvalidValue("base_url", base_url, f"would leave {outside} stored URLs outside "
                                "the site; delete them first or choose a wider base URL")
+    if values.get("indexnow_key_location", site.indexnow_key_location) == "sitemap":
+        folder = directory(sitemap_url)
+        if not base_url.startswith(folder):
+            raise InvalidValue("indexnow_key_location", "sitemap", f"needs the site's pages "
+                               f"({base_url}) under the sitemap's folder ({folder}): IndexNow "
+                               "accepts only URLs under the key file's folder")
+    if values.get("indexnow_enabled") and not site.indexnow_enabled and site.id is not None:
+        # IndexNow wants what changed from now on, not every URL the site ever had.
+        set_position(session, site.id, "indexnow", committed_change_seq(session, site.id))
     values["base_url"], values["sitemap_url"] = base_url, sitemap_url
     for name, value in values.items():
         setattr(site, name, value)

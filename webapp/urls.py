@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from webapp.changes import next_change_seq
 from webapp.errors import InvalidValue, NotFound
 from webapp.models import Site, Url, UrlAlternate, UrlImage, utcnow
 from webapp.protocol import (
@@ -64,6 +65,7 @@ def save_url(session: Session, site: Site, loc: str, fields: dict[str, str | Non
                            "with its own language, e.g. en=" + loc)
     url = session.scalar(select(Url).where(Url.site_id == site.id, Url.loc == loc))
     created = url is None or url.deleted_at is not None
+    before = None if created else _content(url)
     if url is None:
         url = Url(site_id=site.id, loc=loc)
         session.add(url)
@@ -75,12 +77,22 @@ def save_url(session: Session, site: Site, loc: str, fields: dict[str, str | Non
     if alternate_map is not None:
         url.alternates = [UrlAlternate(hreflang=lang, href=href)
                           for lang, href in sorted(alternate_map.items())]
+    if created or _content(url) != before:
+        url.change_seq = next_change_seq(session, site.id)
     session.flush()
     return url, created
+
+
+def _content(url: Url) -> tuple:
+    """Everything a sitemap says about a URL: a difference is a change worth announcing."""
+    return (url.lastmod, url.changefreq, url.priority,
+            [(image.loc, image.title, image.caption) for image in url.images],
+            [(alternate.hreflang, alternate.href) for alternate in url.alternates])
 
 
 def delete_url(session: Session, site: Site, loc: str) -> Url:
     """Mark a URL deleted: it leaves the sitemaps, and the row remains to announce the removal."""
     url = find_url(session, site, normalize_url(loc, site.encoding))
     url.deleted_at = utcnow()
+    url.change_seq = next_change_seq(session, site.id)
     return url

@@ -39,7 +39,8 @@ def friendly_errors(command):
 
 
 def init_app(app: Flask) -> None:
-    from webapp.cli import sitemaps, sites, urls, users
+    from webapp.cli import notify, sitemaps, sites, urls, users
 
-    for module in (sites, urls, sitemaps, users):
+    for module in (sites, urls, sitemaps, notify, users):
         app.cli.add_command(module.group)
+    app.cli.add_command(notify.notify_command)

@@ -37,6 +37,7 @@ class SiteRoute:
     entry_name: str  # the file name of the sitemap URL, e.g. sitemap.xml
     robots_txt: str
     indexnow_key: str
+    key_beside_sitemap: bool  # the key file is served in the sitemap's folder (keyLocation)
     storage_key: str
 
 
@@ -48,7 +49,8 @@ def _route(site: Site) -> SiteRoute:
         sitemap_folder=unquote_to_bytes(path[: path.rfind("/") + 1]),
         sitemap_url_folder=directory(site.sitemap_url), sitemap_url=site.sitemap_url,
         entry_name=path.rsplit("/", 1)[-1], robots_txt=robots_txt(site),
-        indexnow_key=site.indexnow_key, storage_key=site.storage_key)
+        indexnow_key=site.indexnow_key, storage_key=site.storage_key,
+        key_beside_sitemap=site.indexnow_key_location == "sitemap")
 
 
 def request_origin(scheme: str, host: str) -> str:

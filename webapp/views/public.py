@@ -190,6 +190,8 @@ class PublicFiles:
         # whatever encoding the site's folder names use.
         candidates = self.routes.sitemap_candidates(origin, path.encode("latin-1", "replace"))
         for route, name in candidates:
+            if route.key_beside_sitemap and name == f"{route.indexnow_key}.txt":
+                return _text("200 OK", route.indexnow_key)
             published = self.store.published(route.storage_key)
             if published is not None and name.removesuffix(".gz") in published.files:
                 return self.file(environ, route, name, published)

@@ -1,0 +1,413 @@
+"""Telling search engines: what changed, what is sent, and what the ledger says afterwards.
+
+Every engine here is the fake one on 127.0.0.1 (`engine`), which records what it got.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import re
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import select
+from werkzeug import Response
+
+from tests.builders import make_site
+from webapp import jobs
+from webapp.importing import import_urls
+from webapp.models import Delivery, utcnow
+from webapp.notify.ledger import backoff, claim
+from webapp.sites import update_site
+from webapp.urls import delete_url, save_url
+
+KEY = "testkey-0123456789"
+
+
+@pytest.fixture
+def site(session, engine):
+    """A site on the fake engine's host with IndexNow on, its endpoint the fake engine."""
+    return make_site(session, base_url=engine.url_for("/"), indexnow_enabled=True,
+                     indexnow_key=KEY, indexnow_endpoint=engine.url_for("/indexnow"))
+
+
+def publish(app, site):
+    generation = jobs.regenerate(site.id, app)
+    assert generation.status in ("succeeded", "unchanged"), generation.error
+    return generation
+
+
+def ledger(session) -> list[Delivery]:
+    session.expire_all()
+    return session.scalars(select(Delivery).order_by(Delivery.id)).all()
+
+
+def posted(engine) -> list[dict]:
+    return [request.get_json() for request, _ in engine.log if request.path == "/indexnow"]
+
+
+def test_announcement_is_exactly_what_was_added_changed_or_deleted(app, session, site):
+    for path in ("a", "b", "c"):
+        save_url(session, site, f"{site.base_url}{path}", {"lastmod": "2026-01-01"})
+    session.commit()
+    publish(app, site)
+    first = jobs.announce(site.id, app)
+    assert [d.urls.split("\n") for d in ledger(session)] == [
+        [f"{site.base_url}{p}" for p in ("a", "b", "c")]]
+
+    save_url(session, site, f"{site.base_url}a", {"lastmod": "2026-02-01"})  # a lastmod moves
+    save_url(session, site, f"{site.base_url}b", {"lastmod": "2026-01-01"})  # the same again
+    delete_url(session, site, f"{site.base_url}c")
+    save_url(session, site, f"{site.base_url}d")
+    session.commit()
+    publish(app, site)
+    second = jobs.announce(site.id, app)
+    assert len(first) == len(second) == 1
+    assert ledger(session)[-1].urls.split("\n") == [
+        f"{site.base_url}a", f"{site.base_url}c", f"{site.base_url}d"]
+    assert jobs.announce(site.id, app) == []  # nothing twice
+
+
+def test_changes_after_the_last_generation_wait_for_the_next_one(app, session, site):
+    save_url(session, site, f"{site.base_url}a")
+    session.commit()
+    publish(app, site)
+    save_url(session, site, f"{site.base_url}b")
+    session.commit()
+    jobs.announce(site.id, app)
+    assert [d.urls for d in ledger(session)] == [f"{site.base_url}a"]
+    publish(app, site)
+    jobs.announce(site.id, app)
+    assert [d.urls for d in ledger(session)] == [f"{site.base_url}a", f"{site.base_url}b"]
+
+
+def test_an_import_announces_only_rows_that_changed(app, session, site):
+    rows = "loc,lastmod\n" + "".join(f"{site.base_url}p{n},2026-01-01\n" for n in range(3))
+    import_urls(session, site, io.StringIO(rows))
+    session.commit()
+    publish(app, site)
+    jobs.announce(site.id, app)
+    again = rows.replace("p1,2026-01-01", "p1,2026-03-03")
+    report = import_urls(session, site, io.StringIO(again))
+    session.commit()
+    assert (report.updated, report.unchanged) == (1, 2)
+    publish(app, site)
+    jobs.announce(site.id, app)
+    assert ledger(session)[-1].urls == f"{site.base_url}p1"
+
+
+def test_urls_from_before_indexnow_was_turned_on_are_not_announced(app, session, engine):
+    site = make_site(session, base_url=engine.url_for("/"))
+    save_url(session, site, f"{site.base_url}old")
+    session.commit()
+    update_site(session, site, {"indexnow_enabled": "on"})
+    save_url(session, site, f"{site.base_url}new")
+    session.commit()
+    publish(app, site)
+    jobs.announce(site.id, app)
+    assert [d.urls for d in ledger(session)] == [f"{site.base_url}new"]
+
+
+def test_indexnow_receives_host_key_location_and_encoded_urls(app, session, site, engine):
+    engine.expect_request("/indexnow", method="POST").respond_with_data("", status=200)
+    save_url(session, site, f"{site.base_url}café?q=ü")
+    session.commit()
+    publish(app, site)
+    jobs.announce(site.id, app)
+    jobs.deliver(app)
+    origin = site.base_url.rstrip("/")
+    assert posted(engine) == [{"host": origin.split("//")[1], "key": KEY,
+                               "keyLocation": f"{origin}/{KEY}.txt",
+                               "urlList": [f"{origin}/caf%C3%A9?q=%C3%BC"]}]
+    request, _ = engine.log[0]
+    assert request.headers["Content-Type"] == "application/json; charset=utf-8"
+    [delivery] = ledger(session)
+    assert (delivery.status, delivery.http_status, delivery.attempts) == ("delivered", 200, 1)
+    assert delivery.outcome.startswith("200 OK")
+    assert delivery.target == engine.url_for("/indexnow")
+    jobs.deliver(app)
+    assert len(engine.log) == 1  # delivered records are not sent again
+
+
+def test_25000_changed_urls_become_three_requests_of_at_most_10000(app, session, site, engine):
+    engine.expect_request("/indexnow", method="POST").respond_with_data("", status=202)
+    locs = [f"{site.base_url}page/{n}" for n in range(25_000)]
+    import_urls(session, site, io.StringIO("\n".join(locs)))
+    session.commit()
+    publish(app, site)
+    jobs.announce(site.id, app)
+    jobs.deliver(app)
+    bodies = posted(engine)
+    assert [len(body["urlList"]) for body in bodies] == [10_000, 10_000, 5_000]
+    assert [url for body in bodies for url in body["urlList"]] == locs
+    assert [(d.status, d.url_count) for d in ledger(session)] == [
+        ("accepted", 10_000), ("accepted", 10_000), ("accepted", 5_000)]
+    assert "key is still being checked" in ledger(session)[0].outcome
+
+
+@pytest.mark.parametrize("status, words", [
+    (400, "could not read the submission"),
+    (403, f"{KEY}.txt"),
+    (422, "do not belong to"),
+])
+def test_refusals_are_permanent_and_explained(app, session, site, engine, status, words):
+    engine.expect_request("/indexnow").respond_with_data("nope", status=status)
+    save_url(session, site, f"{site.base_url}a")
+    session.commit()
+    publish(app, site)
+    jobs.announce(site.id, app)
+    jobs.deliver(app)
+    jobs.deliver(app, now=utcnow() + timedelta(days=2))
+    [delivery] = ledger(session)
+    assert (delivery.status, delivery.http_status, delivery.attempts) == ("failed", status, 1)
+    assert words in delivery.outcome and delivery.response_excerpt == "nope"
+    assert delivery.next_attempt_at is None
+    assert len(engine.log) == 1
+
+
+def test_429_waits_as_long_as_retry_after_says_then_succeeds(app, session, site, engine):
+    engine.expect_ordered_request("/indexnow").respond_with_data(
+        "slow down", status=429, headers={"Retry-After": "3600"})
+    engine.expect_ordered_request("/indexnow").respond_with_data("", status=200)
+    save_url(session, site, f"{site.base_url}a")
+    session.commit()
+    publish(app, site)
+    jobs.announce(site.id, app)
+    start = utcnow()
+    jobs.deliver(app, now=start)
+    [delivery] = ledger(session)
+    assert (delivery.status, delivery.http_status) == ("pending", 429)
+    assert delivery.next_attempt_at >= start + timedelta(seconds=3600)
+    jobs.deliver(app, now=start + timedelta(seconds=3599))
+    assert len(engine.log) == 1  # not due yet
+    jobs.deliver(app, now=start + timedelta(seconds=3601))
+    [delivery] = ledger(session)
+    assert (delivery.status, delivery.attempts, len(engine.log)) == ("delivered", 2, 2)
+    assert posted(engine)[0] == posted(engine)[1]
+
+
+def test_server_errors_back_off_then_give_up_after_the_attempt_limit(app, session, site, engine):
+    engine.expect_request("/indexnow").respond_with_data("down", status=503)
+    save_url(session, site, f"{site.base_url}a")
+    session.commit()
+    publish(app, site)
+    jobs.announce(site.id, app)
+    now, waits = utcnow(), []
+    for _ in range(app.config["NOTIFY_MAX_ATTEMPTS"]):
+        jobs.deliver(app, now=now)
+        [delivery] = ledger(session)
+        if delivery.next_attempt_at:
+            waits.append(delivery.next_attempt_at - now)
+            now = delivery.next_attempt_at
+    assert (delivery.status, delivery.attempts) == ("failed", 4)
+    assert "gave up after 4 attempts" in delivery.outcome
+    base = app.config["NOTIFY_RETRY_SECONDS"]
+    for n, wait in enumerate(waits, start=1):  # half to all of base * 2^(n-1)
+        assert timedelta(seconds=base * 2 ** (n - 1) / 2) <= wait <= timedelta(
+            seconds=base * 2 ** (n - 1))
+    assert len(engine.log) == 4
+
+
+def test_backoff_is_capped_and_retry_after_wins_when_longer():
+    rng = random.Random(1)
+    assert backoff(30, 60, None, rng) <= timedelta(hours=6)
+    assert backoff(1, 60, 500, rng) == timedelta(seconds=500)
+    assert backoff(1, 60, 10 ** 9, rng) == timedelta(days=1)
+
+
+def test_an_engine_that_hangs_is_given_up_on_at_the_timeout(app, session, site, engine):
+    release, finished = threading.Event(), threading.Event()
+
+    def hang(request):
+        release.wait(10)
+        finished.set()
+        return Response("", status=200)
+
+    app.config["NOTIFY_TIMEOUT"] = 0.5
+    engine.expect_request("/indexnow").respond_with_handler(hang)
+    save_url(session, site, f"{site.base_url}a")
+    session.commit()
+    publish(app, site)
+    jobs.announce(site.id, app)
+    jobs.deliver(app)
+    release.set()
+    finished.wait(10)  # so the late answer is not logged during the next test
+    [delivery] = ledger(session)
+    assert delivery.status == "pending" and delivery.http_status is None
+    assert delivery.outcome == "no answer within 0.5 s; will try again"
+
+
+def test_redirects_are_not_followed(app, session, site, engine):
+    engine.expect_request("/indexnow").respond_with_data(
+        "", status=301, headers={"Location": "http://127.0.0.1:9/elsewhere"})
+    save_url(session, site, f"{site.base_url}a")
+    session.commit()
+    publish(app, site)
+    jobs.announce(site.id, app)
+    jobs.deliver(app)
+    [delivery] = ledger(session)
+    assert delivery.status == "failed" and "redirects are not followed" in delivery.outcome
+    assert len(engine.log) == 1
+
+
+def test_turning_indexnow_off_stops_what_is_pending(app, session, site, engine):
+    save_url(session, site, f"{site.base_url}a")
+    session.commit()
+    publish(app, site)
+    jobs.announce(site.id, app)
+    update_site(session, site, {"indexnow_enabled": "off"})
+    session.commit()
+    jobs.deliver(app)
+    [delivery] = ledger(session)
+    assert delivery.status == "failed" and "turned off" in delivery.outcome
+    assert engine.log == []
+
+
+def test_urls_outside_the_key_folder_are_left_out(app, session, engine):
+    """keyLocation beside the sitemap: only URLs under its folder may be sent with that key."""
+    base = engine.url_for("/")
+    site = make_site(session, base_url=base + "shop/", sitemap_url=base + "shop/sitemap.xml",
+                     indexnow_enabled=True, indexnow_key=KEY,
+                     indexnow_endpoint=engine.url_for("/indexnow"))
+    update_site(session, site, {"indexnow_key_location": "sitemap"})
+    save_url(session, site, base + "shop/a")
+    session.commit()
+    publish(app, site)
+    jobs.announce(site.id, app)
+    [delivery] = ledger(session)
+    assert delivery.urls == base + "shop/a"
+    engine.expect_request("/indexnow").respond_with_data("", status=200)
+    jobs.deliver(app)
+    assert posted(engine)[0]["keyLocation"] == f"{base}shop/{KEY}.txt"
+
+
+def test_two_senders_never_send_the_same_record(app, session, site):
+    save_url(session, site, f"{site.base_url}a")
+    session.commit()
+    publish(app, site)
+    [delivery_id] = jobs.announce(site.id, app)
+    now, lease = utcnow(), jobs.delivery_lease(app.config)
+    with app.extensions["db_sessionmaker"]() as one, app.extensions["db_sessionmaker"]() as two:
+        assert claim(one, delivery_id, now, lease) is not None
+        one.commit()
+        assert claim(two, delivery_id, now, lease) is None
+        two.commit()
+        # A sender that went quiet past its lease is taken over, as a new attempt.
+        taken = claim(two, delivery_id, now + lease + timedelta(seconds=1), lease)
+        assert taken is not None and taken.attempts == 2
+        two.commit()
+
+
+def test_concurrent_delivery_runs_send_each_record_once(app, session, site, engine):
+    engine.expect_request("/indexnow").respond_with_handler(
+        lambda request: (time.sleep(0.05), Response("", status=200))[1])
+    import_urls(session, site, io.StringIO("\n".join(
+        f"{site.base_url}p/{n}" for n in range(35_000))))
+    session.commit()
+    publish(app, site)
+    assert len(jobs.announce(site.id, app)) == 4
+    results: list[list[int]] = []
+    threads = [threading.Thread(target=lambda: results.append(jobs.deliver(app)))
+               for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(posted(engine)) == 4
+    assert sorted(len(body["urlList"]) for body in posted(engine)) == [5_000] + [10_000] * 3
+    assert all(d.status == "delivered" and d.attempts == 1 for d in ledger(session))
+
+
+def test_a_cursor_moves_only_from_where_its_planner_read_it(app, session, site):
+    """Two planners read the same position; the second to write gets PlanConflict, and
+    `announce` rolls its records back with it."""
+    from webapp.notify.ledger import PlanConflict, set_position
+
+    save_url(session, site, f"{site.base_url}a")
+    session.commit()
+    publish(app, site)
+    jobs.announce(site.id, app)  # moves the IndexNow cursor from 0
+    with pytest.raises(PlanConflict):
+        set_position(session, site.id, "indexnow", 99, expected=0)
+    session.rollback()
+    assert len(ledger(session)) == 1
+
+
+def test_gsc_submits_the_sitemap_with_a_service_account_token(app, session, engine, tmp_path):
+    credentials = service_account_file(tmp_path, engine.url_for("/token"))
+    site = make_site(session, base_url=engine.url_for("/"), gsc_property="sc-domain:example.com",
+                     gsc_credentials=str(credentials), gsc_endpoint=engine.url_for("/"))
+    engine.expect_request("/token", method="POST").respond_with_json(
+        {"access_token": "token-1", "expires_in": 3600, "token_type": "Bearer"})
+    engine.expect_request(f"/webmasters/v3/sites/sc-domain:example.com/sitemaps/"
+                          f"{site.sitemap_url}", method="PUT").respond_with_data("", status=204)
+    save_url(session, site, f"{site.base_url}a")
+    session.commit()
+    publish(app, site)
+    jobs.announce(site.id, app)
+    jobs.deliver(app)
+    [delivery] = ledger(session)
+    assert (delivery.engine, delivery.status, delivery.http_status) == ("gsc", "delivered", 204)
+    token_request, put = (request for request, _ in engine.log)
+    assert "assertion=" in token_request.get_data(as_text=True)  # a signed JWT grant
+    assert put.headers["Authorization"] == "Bearer token-1"
+    quoted = site.sitemap_url.replace(":", "%3A").replace("/", "%2F")
+    assert put.environ["REQUEST_URI"] == (
+        f"/webmasters/v3/sites/sc-domain%3Aexample.com/sitemaps/{quoted}")
+    # An unchanged generation submits nothing again.
+    publish(app, site)
+    assert jobs.announce(site.id, app) == []
+
+
+def test_gsc_403_says_which_account_to_add(app, session, engine, tmp_path):
+    credentials = service_account_file(tmp_path, engine.url_for("/token"))
+    site = make_site(session, base_url=engine.url_for("/"), gsc_property="sc-domain:example.com",
+                     gsc_credentials=str(credentials), gsc_endpoint=engine.url_for("/"))
+    engine.expect_request("/token").respond_with_json(
+        {"access_token": "token-2", "expires_in": 3600, "token_type": "Bearer"})
+    engine.expect_request(re.compile("/webmasters/.*"), method="PUT"
+                          ).respond_with_data("no permission", status=403)
+    save_url(session, site, f"{site.base_url}a")
+    session.commit()
+    publish(app, site)
+    jobs.announce(site.id, app)
+    jobs.deliver(app)
+    [delivery] = ledger(session)
+    assert delivery.status == "failed"
+    assert "robot@test-project.iam.gserviceaccount.com" in delivery.outcome
+
+
+def test_ping_templates_get_the_encoded_sitemap_url(app, session, engine):
+    site = make_site(session, base_url=engine.url_for("/"))
+    update_site(session, site, {"ping_urls": engine.url_for("/ping") + "?sitemap={sitemap}, "
+                                + engine.url_for("/other/{sitemap}")})
+    engine.expect_request("/ping").respond_with_data("ok")
+    engine.expect_request(re.compile("/other/.*")).respond_with_data("ok")
+    save_url(session, site, f"{site.base_url}a")
+    session.commit()
+    publish(app, site)
+    jobs.announce(site.id, app)
+    jobs.deliver(app)
+    quoted = site.sitemap_url.replace(":", "%3A").replace("/", "%2F")
+    assert [request.environ["REQUEST_URI"] for request, _ in engine.log] == [
+        f"/ping?sitemap={quoted}", f"/other/{quoted}"]
+    assert [d.status for d in ledger(session)] == ["delivered", "delivered"]
+
+
+def service_account_file(folder, token_uri):
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption()).decode()
+    path = folder / "service-account.json"
+    path.write_text(json.dumps({
+        "type": "service_account", "project_id": "test-project", "private_key_id": "k1",
+        "private_key": pem, "client_email": "robot@test-project.iam.gserviceaccount.com",
+        "client_id": "1", "token_uri": token_uri}))
+    return path

@@ -1,0 +1,40 @@
+"""Change tracking: which URLs of a site were added, changed or deleted, in commit order.
+
+Every transaction that writes URLs of a site first raises the site's `change_seq` and stamps
+the URLs it writes with the new value. The UPDATE locks the site's row until that transaction
+ends, so a transaction holding a higher number always commits after every lower one: a reader
+that has handed out everything up to N never sees a change below N appear later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from webapp.models import Site, Url
+
+
+def next_change_seq(session: Session, site_id: int) -> int:
+    """A new change number for the URLs this transaction writes in the site."""
+    return session.execute(
+        update(Site).where(Site.id == site_id).values(change_seq=Site.change_seq + 1)
+        .returning(Site.change_seq).execution_options(synchronize_session=False)
+    ).scalar_one()
+
+
+def committed_change_seq(session: Session, site_id: int) -> int:
+    """The site's change number as committed: every change up to it is visible."""
+    return session.scalar(select(Site.change_seq).where(Site.id == site_id)) or 0
+
+
+def changed_locs(session: Session, site_id: int, after: int, upto: int,
+                 batch: int = 10_000) -> Iterator[str]:
+    """Locs of URLs added, changed or deleted with a change number in (after, upto]."""
+    rows = session.execute(
+        select(Url.loc).where(Url.site_id == site_id, Url.change_seq > after,
+                              Url.change_seq <= upto).order_by(Url.change_seq, Url.id)
+        .execution_options(yield_per=batch))
+    for (loc,) in rows:
+        yield loc

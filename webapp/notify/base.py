@@ -1,0 +1,126 @@
+"""The one outbound HTTP function every engine uses, and the error that says if a retry helps."""
+
+from __future__ import annotations
+
+import email.utils
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from urllib.parse import urlsplit
+
+import requests
+import urllib3
+
+USER_AGENT = "sitemap-dashboard/0.1 (self-hosted; announces sitemap changes)"
+MAX_BODY = 1 << 20  # read at most this much of an answer: enough for robots.txt or an error
+EXCERPT = 300
+# Answers that say "not now": the same request may well succeed later.
+RETRYABLE = {408, 425, 429, 500, 502, 503, 504}
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    meaning: str
+    body: str
+
+    @property
+    def excerpt(self) -> str:
+        return excerpt(self.body)
+
+
+class DeliveryError(Exception):
+    """A request that did not succeed; `permanent` when sending it again cannot help."""
+
+    def __init__(self, meaning: str, *, status: int | None = None, body: str = "",
+                 permanent: bool = False, retry_after: float | None = None):
+        super().__init__(meaning)
+        self.meaning = meaning
+        self.status = status
+        self.excerpt = excerpt(body)
+        self.permanent = permanent
+        self.retry_after = retry_after
+
+
+def excerpt(body: str) -> str:
+    text = " ".join(body.split())
+    return text if len(text) <= EXCERPT else text[: EXCERPT - 1] + "…"
+
+
+def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
+    """Retry-After as seconds: either a number of seconds or an HTTP date."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+def send(method: str, url: str, *, timeout: float, meanings: Mapping[int, str] | None = None,
+         json: object = None, headers: Mapping[str, str] | None = None) -> Answer:
+    """Send one request and return the answer when it is a success (2xx).
+
+    Anything else raises DeliveryError with what the status means for this engine (`meanings`),
+    retryable for timeouts, connection failures, 408, 429 and 5xx. Redirects are not followed:
+    the app only talks to addresses that someone configured.
+    """
+    meanings = meanings or {}
+    try:
+        with requests.request(method, url, json=json, timeout=timeout, allow_redirects=False,
+                              stream=True, headers={"User-Agent": USER_AGENT, **(headers or {})}
+                              ) as response:
+            body = _read(response)
+    except requests.RequestException as exc:
+        if _timed_out(exc):
+            raise DeliveryError(f"no answer within {timeout:g} s; will try again") from None
+        raise DeliveryError(f"could not connect to {urlsplit(url).netloc}: {_reason(exc)}; "
+                            "will try again") from None
+    status = response.status_code
+    meaning = meanings.get(status) or _generic_meaning(response)
+    if 200 <= status < 300:
+        return Answer(status, meaning, body)
+    raise DeliveryError(meaning, status=status, body=body, permanent=status not in RETRYABLE
+                        and status < 500,
+                        retry_after=retry_after_seconds(response.headers.get("Retry-After")))
+
+
+def _timed_out(exc: requests.RequestException) -> bool:
+    # A timeout while reading the body arrives as a ConnectionError wrapping urllib3's error.
+    return isinstance(exc, requests.Timeout) or any(
+        isinstance(arg, urllib3.exceptions.TimeoutError) for arg in exc.args)
+
+
+def _reason(exc: requests.RequestException) -> str:
+    """The words that matter in urllib3's nested message: "Connection refused" and the like."""
+    inner = exc.args[0] if exc.args else exc
+    text = str(getattr(inner, "reason", inner))
+    return text.rpartition("): ")[2][:200] or text[:200]
+
+
+def _read(response: requests.Response) -> str:
+    data = b""
+    for chunk in response.iter_content(65536):
+        data += chunk
+        if len(data) >= MAX_BODY:
+            break
+    return data[:MAX_BODY].decode(response.encoding or "utf-8", "replace")
+
+
+def _generic_meaning(response: requests.Response) -> str:
+    status = response.status_code
+    reason = f"{status} {response.reason or ''}".strip()
+    if 300 <= status < 400:
+        return (f"{reason}: redirected to {response.headers.get('Location', '?')}; redirects "
+                "are not followed, so configure that address instead")
+    if status in RETRYABLE or status >= 500:
+        return f"{reason}: the server is not answering now; will try again"
+    if 200 <= status < 300:
+        return reason
+    return f"{reason}: refused; sending the same request again will not help"

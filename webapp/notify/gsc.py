@@ -1,0 +1,101 @@
+"""Google Search Console: submit the sitemap with `sitemaps.submit`, as a service account.
+
+The access token comes from the token address in the credential file (google-auth); the
+submission itself goes through the one send function, to GSC_ENDPOINT or the site's endpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from urllib.parse import quote
+
+import google.auth.exceptions
+import google.auth.transport.requests
+from google.oauth2 import service_account
+
+from webapp.errors import InvalidValue
+from webapp.models import Delivery, Site
+from webapp.notify.base import Answer, DeliveryError, send
+
+SCOPES = ["https://www.googleapis.com/auth/webmasters"]
+
+MEANINGS = {
+    200: "200 OK: Search Console has the sitemap and will fetch it",
+    204: "204 No Content: Search Console has the sitemap and will fetch it",
+    401: "401 Unauthorized: the access token was refused; check the credential file",
+    403: ("403 Forbidden: the service account may not manage {property}; add "
+          "{account} as an owner or full user of the property in Search Console"),
+    404: "404 Not Found: Search Console knows no property {property}; check gsc_property",
+    429: "429 Too Many Requests: over the Search Console quota; will try again later",
+}
+
+_credentials: dict[tuple[str, float], service_account.Credentials] = {}
+_lock = threading.Lock()
+
+
+class _Request(google.auth.transport.requests.Request):
+    """google-auth's transport with our timeout on the token request."""
+
+    def __init__(self, timeout: float):
+        super().__init__()
+        self.timeout = timeout
+
+    def __call__(self, url, method="GET", body=None, headers=None, timeout=None, **kwargs):
+        return super().__call__(url, method, body, headers, timeout=self.timeout, **kwargs)
+
+
+def load_credentials(path: str) -> service_account.Credentials:
+    """The service account in a credential file, or a clear reason why it is not one."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            info = json.load(handle)
+        return service_account.Credentials.from_service_account_info(info, scopes=SCOPES)
+    except OSError as exc:
+        raise InvalidValue("gsc_credentials", path, f"cannot be read ({exc.strerror})") from None
+    except (ValueError, TypeError, KeyError) as exc:
+        raise InvalidValue("gsc_credentials", path, "must be the JSON key file of a Google "
+                           f"service account ({str(exc).splitlines()[0][:120]})") from None
+
+
+def _cached_credentials(path: str) -> service_account.Credentials:
+    """One credentials object per file version, so its access token is reused until expiry."""
+    key = (path, os.stat(path).st_mtime)
+    with _lock:
+        if key not in _credentials:
+            _credentials[key] = load_credentials(path)
+        return _credentials[key]
+
+
+def submit_url(site: Site, config: dict) -> str:
+    base = (site.gsc_endpoint or config["GSC_ENDPOINT"]).rstrip("/")
+    return (f"{base}/webmasters/v3/sites/{quote(site.gsc_property, safe='')}"
+            f"/sitemaps/{quote(site.sitemap_url, safe='')}")
+
+
+def deliver(site: Site, delivery: Delivery, config: dict) -> Answer:
+    """PUT the site's sitemap URL to the property."""
+    if not (site.gsc_property and site.gsc_credentials):
+        raise DeliveryError("Search Console is not configured for this site any more "
+                            "(gsc_property, gsc_credentials)", permanent=True)
+    try:
+        credentials = _cached_credentials(site.gsc_credentials)
+    except (OSError, InvalidValue) as exc:
+        raise DeliveryError(f"gsc_credentials: {exc}", permanent=True) from None
+    timeout = config["NOTIFY_TIMEOUT"]
+    if not credentials.valid:
+        try:
+            with _lock:
+                credentials.refresh(_Request(timeout))
+        except google.auth.exceptions.RefreshError as exc:
+            raise DeliveryError(f"the token address refused the service account: {exc}",
+                                permanent=not getattr(exc, "retryable", False)) from None
+        except google.auth.exceptions.TransportError as exc:
+            raise DeliveryError(f"could not get an access token: {exc}; will try again") from None
+    delivery.target = submit_url(site, config)
+    meanings = {status: text.format(property=site.gsc_property,
+                                    account=credentials.service_account_email)
+                for status, text in MEANINGS.items()}
+    return send("PUT", delivery.target, meanings=meanings, timeout=timeout,
+                headers={"Authorization": f"Bearer {credentials.token}"})

@@ -1,0 +1,65 @@
+"""IndexNow: POST the URLs that changed, with the site's key, to one shared endpoint."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from webapp.models import Delivery, Site
+from webapp.notify.base import Answer, DeliveryError, send
+from webapp.protocol import directory
+
+MAX_URLS = 10_000  # per request, by the protocol
+
+MEANINGS = {
+    200: "200 OK: the URLs were received",
+    202: ("202 Accepted: the URLs were received and the key is still being checked; keep the "
+          "key file online"),
+    400: "400 Bad Request: the engine could not read the submission (a bug in this app)",
+    403: ("403 Forbidden: the key is not valid; the engine could not fetch the key file at "
+          "{key_location}, or it does not contain exactly the key"),
+    422: ("422 Unprocessable Entity: URLs do not belong to {host}, or the key does not match "
+          "the protocol's format"),
+    429: "429 Too Many Requests: the engine asks to slow down; will try again later",
+}
+
+
+def host(site: Site) -> str:
+    return urlsplit(site.base_url).netloc
+
+
+def key_location(site: Site) -> str:
+    """Where engines fetch the key: the host's root, or the sitemap's folder."""
+    if site.indexnow_key_location == "sitemap":
+        return f"{directory(site.sitemap_url)}{site.indexnow_key}.txt"
+    scheme, netloc, *_ = urlsplit(site.base_url)
+    return f"{scheme}://{netloc}/{site.indexnow_key}.txt"
+
+
+def accepts(site: Site, loc: str) -> bool:
+    """Whether the engine takes `loc` with this site's key: same host, under the key's folder."""
+    parts = urlsplit(loc)
+    key_folder = urlsplit(key_location(site)).path.rpartition("/")[0] + "/"
+    return parts.netloc == host(site) and parts.path.startswith(key_folder)
+
+
+def payload(site: Site, urls: list[str]) -> dict:
+    return {"host": host(site), "key": site.indexnow_key, "keyLocation": key_location(site),
+            "urlList": urls}
+
+
+def endpoint(site: Site, config: dict) -> str:
+    return site.indexnow_endpoint or config["INDEXNOW_ENDPOINT"]
+
+
+def deliver(site: Site, delivery: Delivery, config: dict) -> Answer:
+    """Send the delivery's URLs (at most MAX_URLS, split so when planned) in one POST."""
+    if not site.indexnow_enabled:
+        raise DeliveryError("not sent: IndexNow was turned off for this site (indexnow_enabled)",
+                            permanent=True)
+    urls = (delivery.urls or "").split("\n")
+    delivery.target = endpoint(site, config)
+    meanings = {status: text.format(key_location=key_location(site), host=host(site))
+                for status, text in MEANINGS.items()}
+    return send("POST", delivery.target, json=payload(site, urls), meanings=meanings,
+                timeout=config["NOTIFY_TIMEOUT"],
+                headers={"Content-Type": "application/json; charset=utf-8"})

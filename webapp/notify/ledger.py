@@ -1,0 +1,188 @@
+"""The delivery ledger: plan announcements from what changed, claim them, record each attempt.
+
+Planning hands changes to an engine by writing delivery records and moving the engine's
+cursor in one transaction, so a change is either in a record or still ahead of the cursor:
+nothing is lost when the process stops in between. Delivery claims a record with a
+conditional UPDATE, so two processes never send the same record at once.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timedelta
+
+from sqlalchemy import and_, or_, select, update
+from sqlalchemy.orm import Session
+
+from webapp.changes import changed_locs
+from webapp.errors import InvalidValue
+from webapp.models import Delivery, Generation, NotifyCursor, Site
+from webapp.notify import indexnow, ping
+from webapp.notify.base import Answer, DeliveryError
+
+MAX_BACKOFF = timedelta(hours=6)
+MAX_RETRY_AFTER = timedelta(days=1)
+FINISHED = ("delivered", "accepted", "failed")
+
+
+class PlanConflict(Exception):
+    """Another process planned the same announcements first."""
+
+
+def _position(session: Session, site_id: int, engine: str) -> int:
+    cursor = session.get(NotifyCursor, (site_id, engine))
+    return cursor.position if cursor else 0
+
+
+def set_position(session: Session, site_id: int, engine: str, position: int,
+                 expected: int | None = None) -> None:
+    """Move an engine's cursor; with `expected`, only from that position (else PlanConflict)."""
+    cursor = session.get(NotifyCursor, (site_id, engine))
+    if cursor is None:
+        session.add(NotifyCursor(site_id=site_id, engine=engine, position=position))
+        session.flush()  # a concurrent planner's insert fails here or at commit
+        return
+    query = update(NotifyCursor).where(NotifyCursor.site_id == site_id,
+                                       NotifyCursor.engine == engine)
+    if expected is not None:
+        query = query.where(NotifyCursor.position == expected)
+    if session.execute(query.values(position=position)
+                       .execution_options(synchronize_session=False)).rowcount != 1:
+        raise PlanConflict(f"announcements for site {site_id} were planned elsewhere")
+    session.expire(cursor)
+
+
+def _latest(session: Session, site_id: int, statuses: tuple[str, ...]) -> Generation | None:
+    return session.scalar(select(Generation).where(
+        Generation.site_id == site_id, Generation.status.in_(statuses)
+    ).order_by(Generation.id.desc()).limit(1))
+
+
+def plan(session: Session, site: Site, config: dict, now: datetime) -> list[Delivery]:
+    """Records for every enabled engine, for what the published sitemaps hold and it was not
+    yet given. IndexNow gets the URLs changed since its cursor, up to what the last
+    generation saw; Search Console and pings get the sitemap once per changed generation."""
+    planned: list[Delivery] = []
+    limit = config["NOTIFY_MAX_ATTEMPTS"]
+
+    def record(engine: str, **fields) -> Delivery:
+        delivery = Delivery(site_id=site.id, engine=engine, status="pending", attempts=0,
+                            attempt_limit=limit, created_at=now, next_attempt_at=now, **fields)
+        session.add(delivery)
+        planned.append(delivery)
+        return delivery
+
+    if site.indexnow_enabled:
+        seen = _latest(session, site.id, ("succeeded", "unchanged"))
+        start = _position(session, site.id, "indexnow")
+        upto = seen.change_seq if seen is not None and seen.change_seq is not None else start
+        if upto > start:
+            chunk: list[str] = []
+            for loc in changed_locs(session, site.id, start, upto):
+                if indexnow.accepts(site, loc):
+                    chunk.append(loc)
+                if len(chunk) == indexnow.MAX_URLS:
+                    record("indexnow", generation_id=seen.id, url_count=len(chunk),
+                           urls="\n".join(chunk))
+                    chunk = []
+            if chunk:
+                record("indexnow", generation_id=seen.id, url_count=len(chunk),
+                       urls="\n".join(chunk))
+            set_position(session, site.id, "indexnow", upto, expected=start)
+
+    published = _latest(session, site.id, ("succeeded",))
+    sitemap_engines = {"gsc": [None] if site.gsc_property and site.gsc_credentials else [],
+                       "ping": [ping.expand(t, site.sitemap_url) for t in ping.templates(site)]}
+    for engine, targets in sitemap_engines.items():
+        start = _position(session, site.id, engine)
+        if published is None or published.id <= start or not targets:
+            continue
+        for target in targets:
+            record(engine, generation_id=published.id, target=target)
+        set_position(session, site.id, engine, published.id, expected=start)
+    session.flush()
+    return planned
+
+
+def due(session: Session, now: datetime, lease: timedelta, site_id: int | None = None,
+        hold: frozenset[str] = frozenset(), only: frozenset[int] | None = None,
+        limit: int = 100) -> list[int]:
+    """Ids of records to send now: pending and due, or claimed by a sender that went quiet."""
+    query = select(Delivery.id).where(or_(
+        and_(Delivery.status == "pending", Delivery.next_attempt_at <= now),
+        and_(Delivery.status == "sending", Delivery.claimed_at < now - lease),
+    )).order_by(Delivery.next_attempt_at, Delivery.id).limit(limit)
+    if site_id is not None:
+        query = query.where(Delivery.site_id == site_id)
+    if hold:
+        query = query.where(Delivery.engine.not_in(hold))
+    if only is not None:
+        query = query.where(Delivery.id.in_(only))
+    return list(session.scalars(query))
+
+
+def claim(session: Session, delivery_id: int, now: datetime, lease: timedelta) -> Delivery | None:
+    """Take a record for one attempt; None when another sender has it or it is not due."""
+    taken = session.execute(update(Delivery).where(Delivery.id == delivery_id, or_(
+        and_(Delivery.status == "pending", Delivery.next_attempt_at <= now),
+        and_(Delivery.status == "sending", Delivery.claimed_at < now - lease),
+    )).values(status="sending", claimed_at=now, last_attempt_at=now,
+              attempts=Delivery.attempts + 1).execution_options(synchronize_session=False))
+    if taken.rowcount != 1:
+        return None
+    delivery = session.get(Delivery, delivery_id, populate_existing=True)
+    return delivery
+
+
+def _finish(session: Session, delivery: Delivery, **values) -> bool:
+    """Record an attempt's end, unless the record was taken over meanwhile (lease expired)."""
+    done = session.execute(update(Delivery).where(
+        Delivery.id == delivery.id, Delivery.status == "sending",
+        Delivery.attempts == delivery.attempts,  # a sender taking over counts an attempt
+    ).values(claimed_at=None, target=delivery.target, **values)
+        .execution_options(synchronize_session=False)).rowcount == 1
+    session.expire(delivery)
+    return done
+
+
+def succeeded(session: Session, delivery: Delivery, answer: Answer, now: datetime) -> bool:
+    return _finish(session, delivery, status="accepted" if answer.status == 202 else "delivered",
+                   http_status=answer.status, outcome=answer.meaning,
+                   response_excerpt=answer.excerpt, finished_at=now, next_attempt_at=None)
+
+
+def backoff(attempts: int, base_seconds: float, retry_after: float | None,
+            rng: random.Random | None = None) -> timedelta:
+    """Exponential backoff with jitter (half to all of base * 2^(n-1), at most 6 hours); an
+    engine's Retry-After, up to a day, when it asks for longer."""
+    ceiling = min(timedelta(seconds=base_seconds * 2 ** (attempts - 1)), MAX_BACKOFF)
+    delay = ceiling * (rng or random).uniform(0.5, 1.0)
+    if retry_after is not None:
+        delay = max(delay, min(timedelta(seconds=retry_after), MAX_RETRY_AFTER))
+    return delay
+
+
+def failed(session: Session, delivery: Delivery, error: DeliveryError, now: datetime,
+           base_seconds: float, rng: random.Random | None = None) -> bool:
+    """Schedule the next attempt when one can help and some are left, else give up."""
+    fields = dict(http_status=error.status, response_excerpt=error.excerpt or None)
+    if error.permanent or delivery.attempts >= delivery.attempt_limit:
+        why = "" if error.permanent else f" (gave up after {delivery.attempts} attempts)"
+        return _finish(session, delivery, status="failed", outcome=error.meaning + why,
+                       finished_at=now, next_attempt_at=None, **fields)
+    wait = backoff(delivery.attempts, base_seconds, error.retry_after, rng)
+    return _finish(session, delivery, status="pending", outcome=error.meaning,
+                   next_attempt_at=now + wait, **fields)
+
+
+def retry(session: Session, delivery: Delivery, config: dict, now: datetime) -> None:
+    """Send a failed (or waiting) record again now, with a fresh allowance of attempts."""
+    if delivery.status in ("delivered", "accepted"):
+        raise InvalidValue("notification", str(delivery.id), "was delivered; there is nothing "
+                           "to retry")
+    if delivery.status == "sending":
+        raise InvalidValue("notification", str(delivery.id), "is being sent right now")
+    delivery.status = "pending"
+    delivery.next_attempt_at = now
+    delivery.finished_at = None
+    delivery.attempt_limit = delivery.attempts + config["NOTIFY_MAX_ATTEMPTS"]

@@ -1,0 +1,45 @@
+"""Ping URL templates: GET each configured address with the sitemap URL in place of {sitemap}.
+
+None is configured by default. Google's and Bing's anonymous ping endpoints are retired
+(404 since 2023, 410 since 2022); a template pointing at them is refused.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote, urlsplit
+
+from webapp.errors import InvalidValue
+from webapp.models import Delivery, Site
+from webapp.notify.base import Answer, send
+
+RETIRED = re.compile(r"(^|\.)(google|bing)\.com$")
+
+
+def expand(template: str, sitemap_url: str) -> str:
+    return template.replace("{sitemap}", quote(sitemap_url, safe=""))
+
+
+def templates(site: Site) -> list[str]:
+    return [line for line in (site.ping_urls or "").split("\n") if line]
+
+
+def check_templates(value: str) -> str | None:
+    """Comma-separated templates, each an http(s) URL with {sitemap}; stored one per line."""
+    found = [part.strip() for part in value.split(",") if part.strip()]
+    for template in found:
+        parts = urlsplit(template.replace("{sitemap}", "x"))
+        if parts.scheme not in ("http", "https") or not parts.hostname or " " in template:
+            raise InvalidValue("ping_urls", template, "must be an http:// or https:// URL")
+        if "{sitemap}" not in template:
+            raise InvalidValue("ping_urls", template, "must contain {sitemap}, which is replaced "
+                               "by the URL-encoded sitemap URL")
+        if RETIRED.search(parts.hostname) and "/ping" in parts.path.lower():
+            raise InvalidValue("ping_urls", template, "is a retired endpoint (Google's answers "
+                               "404 since 2023, Bing's 410 since 2022); use Search Console "
+                               "and IndexNow instead")
+    return "\n".join(found) or None
+
+
+def deliver(site: Site, delivery: Delivery, config: dict) -> Answer:
+    return send("GET", delivery.target, timeout=config["NOTIFY_TIMEOUT"])

@@ -1,0 +1,53 @@
+"""Pre-flight: fetch what engines will fetch (the key file, robots.txt) and say what is missing
+before anything is sent that would fail."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from webapp.models import Site
+from webapp.notify import indexnow
+from webapp.notify.base import DeliveryError, send
+from webapp.protocol import origin
+
+
+@dataclass(frozen=True)
+class Finding:
+    engine: str  # the engine whose deliveries wait while this is a problem, or "" for advice
+    ok: bool
+    message: str
+
+
+def check(site: Site, config: dict) -> list[Finding]:
+    findings = []
+    timeout = config["NOTIFY_TIMEOUT"]
+    if site.indexnow_enabled:
+        url = indexnow.key_location(site)
+        try:
+            body = send("GET", url, timeout=timeout).body
+        except DeliveryError as exc:
+            findings.append(Finding("indexnow", False, f"the IndexNow key file {url} is not "
+                                    f"served ({_plain(exc)}); engines answer 403 until it is"))
+        else:
+            if body.strip() == site.indexnow_key:
+                findings.append(Finding("indexnow", True, f"the IndexNow key file {url} is served"))
+            else:
+                findings.append(Finding("indexnow", False, f"{url} does not contain the key "
+                                        f"{site.indexnow_key} (it has {body.strip()[:40]!r})"))
+    url = f"{origin(site.base_url)}/robots.txt"
+    try:
+        body = send("GET", url, timeout=timeout).body
+    except DeliveryError as exc:
+        return [*findings, Finding("", False, f"{url} cannot be fetched ({_plain(exc)}); "
+                                   f"it should carry `Sitemap: {site.sitemap_url}`")]
+    lines = {line.strip().lower() for line in body.splitlines()}
+    if f"sitemap: {site.sitemap_url}".lower() in lines:
+        findings.append(Finding("", True, f"{url} names the sitemap"))
+    else:
+        findings.append(Finding("", False, f"{url} has no line `Sitemap: {site.sitemap_url}`; "
+                                "add it so every crawler finds the sitemap"))
+    return findings
+
+
+def _plain(error: DeliveryError) -> str:
+    return error.meaning.removesuffix("; will try again")
