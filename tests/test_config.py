@@ -131,3 +131,25 @@ def test_making_the_secret_key_leaves_no_draft_behind(tmp_path):
     key = persistent_secret_key(tmp_path)
     assert [p.name for p in tmp_path.iterdir()] == ["secret_key"]
     assert persistent_secret_key(tmp_path) == key
+
+
+def test_engine_settings_default_to_the_public_endpoints_and_read_the_environment(tmp_path):
+    defaults = load({"INSTANCE_PATH": str(tmp_path)}, environ={"SECRET_KEY": "k"})
+    assert defaults["INDEXNOW_ENDPOINT"] == "https://api.indexnow.org/indexnow"
+    assert defaults["GSC_ENDPOINT"] == "https://www.googleapis.com/"
+    assert (defaults["NOTIFY_TIMEOUT"], defaults["NOTIFY_MAX_ATTEMPTS"],
+            defaults["NOTIFY_RETRY_SECONDS"]) == (10, 8, 60)
+    settings = load({"INSTANCE_PATH": str(tmp_path)}, environ={
+        "SECRET_KEY": "k", "INDEXNOW_ENDPOINT": "https://yandex.com/indexnow",
+        "NOTIFY_TIMEOUT": "3"})
+    assert settings["INDEXNOW_ENDPOINT"] == "https://yandex.com/indexnow"
+    assert settings["NOTIFY_TIMEOUT"] == 3
+
+
+@pytest.mark.parametrize(("name", "raw"), [("INDEXNOW_ENDPOINT", "api.indexnow.org/indexnow"),
+                                           ("GSC_ENDPOINT", "ftp://googleapis.com/"),
+                                           ("NOTIFY_TIMEOUT", "0"),
+                                           ("NOTIFY_MAX_ATTEMPTS", "many")])
+def test_bad_engine_settings_stop_loading_naming_the_variable(tmp_path, name, raw):
+    with pytest.raises(ConfigError, match=name):
+        load({"INSTANCE_PATH": str(tmp_path)}, environ={"SECRET_KEY": "k", name: raw})
