@@ -17,9 +17,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# The web server and the scheduler process run side by side; when the server stops (Ctrl-C),
+# the scheduler is stopped too and allowed to finish the run in hand.
 run: install
 	$(BIN)/alembic upgrade head
 	$(BIN)/flask --app webapp users ensure-admin
+	$(BIN)/flask --app webapp scheduler run & scheduler=$$!; \
+	trap 'kill $$scheduler 2>/dev/null; wait $$scheduler' EXIT INT TERM; \
 	$(BIN)/flask --app webapp run --host 127.0.0.1 --port $(PORT)
 
 test: install

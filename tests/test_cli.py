@@ -120,7 +120,8 @@ def test_sites_show_lists_every_setting_by_slug_and_by_id(runner, shop):
                        "indexnow_enabled": "off", "indexnow_key": by_slug["indexnow_key"],
                        "indexnow_key_location": "root", "indexnow_endpoint": "",
                        "gsc_property": "", "gsc_credentials": "", "gsc_endpoint": "",
-                       "ping_urls": ""}
+                       "ping_urls": "", "schedule": "every 6h", "change_delay": "60",
+                       "timezone": "UTC"}
     assert re.fullmatch(r"[0-9a-f]{32}", by_slug["indexnow_key"])
     assert by_slug["id"].isdigit() and shown(runner, by_slug["id"]) == by_slug
     assert_fails_cleanly(runner.invoke(args=["sites", "show", "nope"]), "no site with slug or id")

@@ -13,13 +13,14 @@ from collections.abc import Iterator
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from webapp.models import Site, Url
+from webapp.models import Site, Url, utcnow
 
 
 def next_change_seq(session: Session, site_id: int) -> int:
     """A new change number for the URLs this transaction writes in the site."""
     return session.execute(
-        update(Site).where(Site.id == site_id).values(change_seq=Site.change_seq + 1)
+        update(Site).where(Site.id == site_id)
+        .values(change_seq=Site.change_seq + 1, changed_at=utcnow())
         .returning(Site.change_seq).execution_options(synchronize_session=False)
     ).scalar_one()
 

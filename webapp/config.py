@@ -151,6 +151,9 @@ def load(overrides: Mapping[str, object] | None = None, environ: Mapping[str, st
         # The first retry waits about this long; each later one twice as long, up to 6 hours.
         settings["NOTIFY_RETRY_SECONDS"] = env_int("NOTIFY_RETRY_SECONDS", 60, minimum=1,
                                                    maximum=86400, environ=environ)
+    if "SCHEDULER_TICK_SECONDS" not in overrides:
+        settings["SCHEDULER_TICK_SECONDS"] = env_int("SCHEDULER_TICK_SECONDS", 5, minimum=1,
+                                                     maximum=3600, environ=environ)
     if "PORT" not in overrides:
         settings["PORT"] = env_int("PORT", 5000, minimum=1, maximum=65535, environ=environ)
     settings.update(overrides)

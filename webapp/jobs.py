@@ -12,6 +12,7 @@ from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from webapp import runs
 from webapp.changes import committed_change_seq
 from webapp.errors import NotFound
 from webapp.models import Generation, Site, utcnow
@@ -25,16 +26,12 @@ log = logging.getLogger(__name__)
 
 ENGINES = {"indexnow": indexnow, "gsc": gsc, "ping": ping}
 
-# A run still "running" after this long was stopped without being able to say so.
-STALE_AFTER = timedelta(hours=1)
-
-
 def _start(session: Session, site: Site, **fields) -> Generation:
-    """A committed record for a new run; older runs that never finished are marked so."""
+    """A committed record for a new run. The caller holds the site's lease, so a run of the
+    site still marked running stopped without being able to say so."""
     now = utcnow()
     session.execute(update(Generation).where(
         Generation.site_id == site.id, Generation.status.in_(("running", "publishing")),
-        Generation.started_at < now - STALE_AFTER,
     ).values(status="failed", finished_at=now, error="interrupted: the run stopped unfinished"))
     generation = Generation(site_id=site.id, status="running", started_at=now, **fields)
     session.add(generation)
@@ -86,17 +83,47 @@ def _recorded_run(app: Flask, session: Session, site: Site, generation: Generati
     return generation
 
 
-def regenerate(site_id: int, app: Flask | None = None, now: datetime | None = None,
-               limits: Limits | None = None) -> Generation:
-    """Generate and publish one site's sitemaps; the run is recorded whatever happens."""
-    app = app or current_app
+def _leased(app: Flask, site_id: int, run: Callable[[Session, Site], Generation],
+            when: Callable[[Session, Site], bool] | None = None) -> Generation | None:
+    """Run `run` while holding the site's lease (runs.SiteBusy when another process has it).
+
+    `when`, asked once the lease is held, can decide that the run is not needed after all
+    (another process just did it): then nothing runs and None is returned.
+    """
+    owner = runs.new_owner()
     with app.extensions["db_sessionmaker"]() as session:
         site = session.get(Site, site_id)
         if site is None:
             raise NotFound(f"no site with id {site_id}")
+        runs.claim(session, site_id, utcnow(), owner)
+        generation = None
+        try:
+            if when is not None and not when(session, site):
+                return None
+            generation = run(session, site)
+            return generation
+        finally:
+            session.rollback()
+            seen = {} if generation is None or generation.change_seq is None else {
+                "generated_seq": generation.change_seq}
+            runs.release(session, site_id, owner, **seen)
+
+
+def regenerate(site_id: int, app: Flask | None = None, now: datetime | None = None,
+               limits: Limits | None = None,
+               when: Callable[[Session, Site], bool] | None = None) -> Generation | None:
+    """Generate and publish one site's sitemaps; the run is recorded whatever happens.
+
+    With `when`, only if it still says so once the site's lease is held.
+    """
+    app = app or current_app
+
+    def run(session: Session, site: Site) -> Generation:
         generation = _start(session, site, change_seq=committed_change_seq(session, site.id))
         return _recorded_run(app, session, site, generation, lambda publishing: generate_site(
             session, site, generation, get_store(app), limits, now, publishing))
+
+    return _leased(app, site_id, run, when)
 
 
 def rollback(site_id: int, target_id: int, app: Flask | None = None,
@@ -108,10 +135,10 @@ def rollback(site_id: int, target_id: int, app: Flask | None = None,
     """
     app = app or current_app
     store = get_store(app)
-    with app.extensions["db_sessionmaker"]() as session:
-        site = session.get(Site, site_id)
+
+    def run(session: Session, site: Site) -> Generation:
         target = session.get(Generation, target_id)
-        if site is None or target is None or target.site_id != site_id or target.status != "succeeded":
+        if target is None or target.site_id != site_id or target.status != "succeeded":
             raise NotFound(f"generation {target_id} is not a successful generation of this site")
         kept = store.generation_set(site.storage_key, target_id)
         entry = site.sitemap_url.rsplit("/", 1)[-1]
@@ -127,6 +154,8 @@ def rollback(site_id: int, target_id: int, app: Flask | None = None,
         generation = _start(session, site, rollback_of=target_id)
         return _recorded_run(app, session, site, generation, lambda publishing: republish_site(
             session, site, generation, store, target, now, publishing))
+
+    return _leased(app, site_id, run)
 
 
 def announce(site_id: int, app: Flask | None = None, now: datetime | None = None) -> list[int]:

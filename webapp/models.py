@@ -80,6 +80,18 @@ class Site(Timestamps, Base):
     gsc_credentials: Mapped[str | None] = mapped_column(String(4096))  # a service-account file
     gsc_endpoint: Mapped[str | None] = mapped_column(String(URL_LENGTH))
     ping_urls: Mapped[str | None] = mapped_column(Text)  # templates, one per line
+    # When to regenerate: `every 6h`, `cron:0 3 * * *` (in `timezone`) or `off`; and this many
+    # seconds after the last of a burst of URL changes.
+    schedule: Mapped[str] = mapped_column(String(64), default="every 6h",
+                                          server_default="every 6h")
+    change_delay: Mapped[int] = mapped_column(Integer, default=60, server_default="60")
+    timezone: Mapped[str] = mapped_column(String(64), default="UTC", server_default="UTC")
+    next_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    changed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)  # the last URL change
+    generated_seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    # Who is generating the site now (host:pid), until when at the latest.
+    run_owner: Mapped[str | None] = mapped_column(String(160))
+    run_lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     urls: Mapped[list[Url]] = relationship(back_populates="site", passive_deletes=True)
     generations: Mapped[list[Generation]] = relationship(back_populates="site", passive_deletes=True)

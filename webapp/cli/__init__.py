@@ -10,6 +10,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
 from webapp.errors import InvalidValue, NotFound
 from webapp.importing import ImportFormatError
+from webapp.runs import SiteBusy
 
 
 def friendly_errors(command):
@@ -19,7 +20,7 @@ def friendly_errors(command):
     def wrapper(*args, **kwargs):
         try:
             return command(*args, **kwargs)
-        except (InvalidValue, NotFound, ImportFormatError) as exc:
+        except (InvalidValue, NotFound, ImportFormatError, SiteBusy) as exc:
             raise click.ClickException(str(exc)) from None
         except IntegrityError:
             raise click.ClickException("another change to the same data was saved at the same "
@@ -39,8 +40,8 @@ def friendly_errors(command):
 
 
 def init_app(app: Flask) -> None:
-    from webapp.cli import notify, sitemaps, sites, urls, users
+    from webapp.cli import notify, scheduler, sitemaps, sites, urls, users
 
-    for module in (sites, urls, sitemaps, notify, users):
+    for module in (sites, urls, sitemaps, notify, scheduler, users):
         app.cli.add_command(module.group)
     app.cli.add_command(notify.notify_command)

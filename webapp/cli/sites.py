@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import click
+from flask import current_app
 from flask.cli import AppGroup
 from sqlalchemy import func, select
 
 from webapp.cli import friendly_errors
 from webapp.db import session_scope
-from webapp.models import Site, Url
+from webapp.models import Site, Url, utcnow
+from webapp.sitemaps import get_store
 from webapp.protocol import check_site_scope
-from webapp.sites import create_site, find_site, site_settings, update_site
+from webapp.sites import create_site, delete_site, find_site, site_settings, update_site
 
 group = AppGroup("sites", help="Create, list, show and change sites.")
 
@@ -75,3 +77,19 @@ def sites_set(site_ref, assignments):
     if warning:
         click.echo(f"Note: {warning}", err=True)
     click.echo(f"updated {', '.join(changes)}")
+
+
+@group.command("delete")
+@click.argument("site_ref", metavar="SITE")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@friendly_errors
+def sites_delete(site_ref, yes):
+    """Delete a site: its URLs, generations, announcements and published files."""
+    with session_scope() as session:
+        site = find_site(session, site_ref)
+        slug = site.slug
+        if not yes:
+            click.confirm(f"Delete site {slug} with its URLs and published sitemaps?", abort=True)
+        storage_key = delete_site(session, site, utcnow())
+    get_store(current_app).remove(storage_key)
+    click.echo(f"deleted {slug}")

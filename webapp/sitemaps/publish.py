@@ -181,6 +181,13 @@ class SitemapStore:
         generation = self.current_generation(key)
         return None if generation is None else self.site_folder(key) / f"g{generation}"
 
+    def remove(self, key: str) -> None:
+        """Stop serving a site's files, then delete them all."""
+        folder = self.site_folder(key)
+        with self._lock(key):
+            (folder / CURRENT).unlink(missing_ok=True)
+        shutil.rmtree(folder, ignore_errors=True)
+
     def prune(self, key: str, keep: int) -> list[int]:
         """Remove all but the newest `keep` generation folders (never the published one)."""
         current = self.current_generation(key)

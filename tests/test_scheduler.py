@@ -1,0 +1,266 @@
+"""Scheduling: schedules as written, runs when due (by an injected clock), debounced changes,
+failures, deletion, a running scheduler that follows changed settings, and two schedulers on
+one database."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from apscheduler.schedulers.background import BackgroundScheduler
+from sqlalchemy import select
+
+from tests.builders import make_site
+from tests.test_cli import assert_fails_cleanly
+from tests.test_notify import KEY, posted
+from webapp import jobs, scheduler
+from webapp.errors import InvalidValue
+from webapp.importing import import_urls
+from webapp.models import Delivery, Generation, Site, utcnow
+from webapp.runs import SiteBusy, claim, new_owner, release
+from webapp.schedules import check_schedule, next_run
+from webapp.sitemaps import get_store
+from webapp.sites import update_site
+from webapp.urls import save_url
+
+
+@pytest.mark.parametrize("written, stored", [
+    ("off", "off"), ("every 30s", "every 30s"), ("Every  6h", "every 6h"), ("every 90 m", "every 90m"),
+    ("cron:0 3 * * *", "cron:0 3 * * *"), ("cron:  */15 * * * 1-5", "cron:*/15 * * * 1-5"),
+])
+def test_schedules_are_read_as_people_write_them(written, stored):
+    assert check_schedule(written) == stored
+
+
+@pytest.mark.parametrize("written", ["sometimes", "every", "every 0s", "every 5w", "cron:61 * * * *",
+                                     "cron:0 3 * *", "0 3 * * *"])
+def test_nonsense_schedules_are_refused(written):
+    with pytest.raises(InvalidValue, match="schedule"):
+        check_schedule(written)
+
+
+def test_next_run_follows_the_schedule_and_its_time_zone():
+    now = datetime(2026, 3, 28, 12, 0, tzinfo=UTC)
+    assert next_run("every 6h", "UTC", now) == now + timedelta(hours=6)
+    assert next_run("off", "UTC", now) is None
+    # 03:00 in Paris is 02:00 UTC before the clocks change on 29 March, 01:00 UTC after.
+    assert next_run("cron:0 3 * * *", "Europe/Paris", now) == datetime(2026, 3, 29, 1, 0, tzinfo=UTC)
+    at_three = datetime(2026, 3, 28, 2, 0, tzinfo=UTC)
+    assert next_run("cron:0 3 * * *", "Europe/Paris", at_three) == datetime(
+        2026, 3, 29, 1, 0, tzinfo=UTC)  # the run at exactly now is the one being made
+
+
+def statuses(session, site) -> list[str]:
+    session.expire_all()
+    return list(session.scalars(select(Generation.status).where(Generation.site_id == site.id)
+                                .order_by(Generation.id)))
+
+
+def test_a_site_runs_when_its_schedule_is_due_and_missed_runs_coalesce(app, session):
+    site = make_site(session)
+    update_site(session, site, {"schedule": "every 1h"})
+    save_url(session, site, f"{site.base_url}a")
+    site.generated_seq = 10 ** 6  # leave the change trigger out of this test
+    session.commit()
+    start = site.next_run_at - timedelta(hours=1)
+    assert scheduler.run_due_sites(app, start + timedelta(minutes=59)) == []
+    assert [g.status for g in scheduler.run_due_sites(app, start + timedelta(hours=1))] == [
+        "succeeded"]
+    session.expire_all()
+    assert site.next_run_at == start + timedelta(hours=2)
+    # Ten hours of downtime: one run, and the next one an hour from then.
+    later = start + timedelta(hours=12)
+    assert len(scheduler.run_due_sites(app, later)) == 1
+    assert scheduler.run_due_sites(app, later) == []
+    session.expire_all()
+    assert site.next_run_at == later + timedelta(hours=1)
+    assert statuses(session, site) == ["succeeded", "unchanged"]
+
+
+def test_a_burst_of_changes_gives_one_generation_after_the_delay(app, session):
+    site = make_site(session, schedule="off", next_run_at=None, change_delay=60)
+    for n in range(5):
+        save_url(session, site, f"{site.base_url}page/{n}")
+        session.commit()
+    session.expire_all()
+    last_change = site.changed_at
+    assert scheduler.run_due_sites(app, last_change + timedelta(seconds=59)) == []
+    assert len(scheduler.run_due_sites(app, last_change + timedelta(seconds=61))) == 1
+    assert scheduler.run_due_sites(app, last_change + timedelta(seconds=120)) == []
+    session.expire_all()
+    generation = session.scalars(select(Generation)).one()
+    assert generation.url_count == 5
+    save_url(session, site, f"{site.base_url}page/9")
+    session.commit()
+    session.expire_all()
+    assert len(scheduler.run_due_sites(app, site.changed_at + timedelta(seconds=61))) == 1
+
+
+def test_a_changed_generation_is_followed_by_its_announcements(app, session, engine):
+    site = make_site(session, base_url=engine.url_for("/"), schedule="off", next_run_at=None,
+                     change_delay=0, indexnow_enabled=True, indexnow_key=KEY,
+                     indexnow_endpoint=engine.url_for("/indexnow"))
+    engine.expect_request("/indexnow").respond_with_data("", status=200)
+    save_url(session, site, f"{site.base_url}a")
+    session.commit()
+    scheduler.run_due_sites(app, utcnow() + timedelta(seconds=1))
+    scheduler.deliver_due(app)
+    assert posted(engine)[0]["urlList"] == [f"{site.base_url}a"]
+
+
+def test_a_failing_run_keeps_the_last_good_set_and_runs_again_next_time(app, session):
+    """More URLs than an index can list at one URL per file: the run fails and says why."""
+    site = make_site(session, schedule="every 1h", change_delay=0)
+    save_url(session, site, f"{site.base_url}a")
+    session.commit()
+    assert jobs.regenerate(site.id, app).status == "succeeded"
+    store = get_store(app)
+    good = store.current_generation(site.storage_key)
+    site.max_urls_per_file = 1
+    import_urls(session, site, io.StringIO("\n".join(
+        f"{site.base_url}p/{n}" for n in range(50_001))))
+    session.commit()
+    session.expire_all()
+    [failed] = scheduler.run_due_sites(app, site.changed_at + timedelta(seconds=1))
+    assert failed.status == "failed" and "at most 50000" in failed.error
+    assert store.current_generation(site.storage_key) == good
+    session.expire_all()
+    assert scheduler.run_due_sites(app, site.changed_at + timedelta(seconds=2)) == []
+    [again] = scheduler.run_due_sites(app, site.next_run_at)
+    assert again.status == "failed"
+
+
+def test_a_site_being_generated_is_not_generated_again_at_the_same_time(app, session):
+    site = make_site(session)
+    owner = new_owner()
+    claim(session, site.id, utcnow(), owner)
+    with pytest.raises(SiteBusy, match="being generated"):
+        jobs.regenerate(site.id, app)
+    assert scheduler.run_due_sites(app, utcnow() + timedelta(days=1)) == []
+    release(session, site.id, owner)
+    assert jobs.regenerate(site.id, app).status is not None
+
+
+def test_a_lease_whose_process_is_gone_is_taken_over_at_once(app, session):
+    site = make_site(session)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    site.run_owner = new_owner().rsplit(":", 2)[0] + f":{dead}:deadbeef"
+    site.run_lease_until = utcnow() + timedelta(hours=1)
+    session.commit()
+    assert jobs.regenerate(site.id, app) is not None
+
+
+def test_deleting_a_site_removes_its_runs_files_and_ledger(app, session, runner):
+    site = make_site(session, schedule="every 1s")
+    save_url(session, site, f"{site.base_url}a")
+    session.commit()
+    jobs.regenerate(site.id, app)
+    folder = get_store(app).site_folder(site.storage_key)
+    assert folder.exists()
+    result = runner.invoke(args=["sites", "delete", "shop", "--yes"])
+    assert result.exit_code == 0 and result.stdout == "deleted shop\n"
+    assert not folder.exists()
+    session.expire_all()
+    assert session.scalars(select(Generation)).all() == []
+    assert scheduler.run_due_sites(app, utcnow() + timedelta(days=1)) == []
+    assert_fails_cleanly(runner.invoke(args=["sites", "delete", "shop", "--yes"]), "no site")
+
+
+def test_scheduler_settings_and_status_on_the_command_line(runner, session, app):
+    site = make_site(session)
+    for bad, words in (("schedule=often", ("schedule",)), ("change_delay=-1", ("change_delay",)),
+                       ("timezone=Mars/Base", ("timezone", "Europe/Paris"))):
+        assert_fails_cleanly(runner.invoke(args=["sites", "set", "shop", bad]), *words)
+    result = runner.invoke(args=["sites", "set", "shop", "schedule=cron:30 2 * * *",
+                                 "timezone=America/New_York", "change_delay=120"])
+    assert result.exit_code == 0, result.output
+    output = runner.invoke(args=["scheduler", "status"]).stdout
+    assert output.startswith("shop\tcron:30 2 * * * (America/New_York)\tnext ")
+    assert output.rstrip().endswith("never run")
+    jobs.regenerate(site.id, app)
+    output = runner.invoke(args=["scheduler", "status"]).stdout
+    assert "\tlast " in output and ", succeeded, took " in output
+
+
+def test_a_running_scheduler_follows_changed_schedules_without_a_restart(app, session):
+    app.config["SCHEDULER_TICK_SECONDS"] = 0.1
+    site = make_site(session, schedule="off", next_run_at=None)
+    save_url(session, site, f"{site.base_url}a")
+    site.generated_seq = 10 ** 6
+    session.commit()
+    background = BackgroundScheduler(timezone="UTC")
+    scheduler.add_jobs(background, app)
+    background.start()
+    try:
+        time.sleep(0.5)
+        assert statuses(session, site) == []  # off: nothing runs
+        update_site(session, site, {"schedule": "every 1s"})
+        site.next_run_at = utcnow()
+        session.commit()
+        deadline = time.monotonic() + 10
+        while len(statuses(session, site)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(statuses(session, site)) >= 2
+        update_site(session, site, {"schedule": "off"})
+        session.commit()
+        time.sleep(0.3)  # a run in hand may finish
+        count = len(statuses(session, site))
+        time.sleep(1.5)
+        assert len(statuses(session, site)) == count
+    finally:
+        background.shutdown(wait=True)
+
+
+def test_two_scheduler_processes_never_do_the_same_work_twice(app, session, engine,
+                                                             database_url):
+    """Two `scheduler run` processes on one database, sites due every second and changes to
+    announce: no site is ever generated by both at once, and every record is sent once."""
+    engine.expect_request("/indexnow").respond_with_data("", status=200)
+    sites = []
+    for n in range(3):
+        site = make_site(session, name=f"Site {n}", base_url=engine.url_for(f"/s{n}/"),
+                         change_delay=0, indexnow_enabled=True, indexnow_key=KEY,
+                         indexnow_endpoint=engine.url_for("/indexnow"))
+        update_site(session, site, {"schedule": "every 1s"})
+        import_urls(session, site, io.StringIO("\n".join(
+            f"{site.base_url}p/{i}" for i in range(3000))))
+        sites.append(site)
+    session.commit()
+    env = {**os.environ, "DATABASE_URL": database_url, "SECRET_KEY": "test",
+           "INSTANCE_PATH": app.config["INSTANCE_PATH"], "SITEMAPS_DIR": app.config["SITEMAPS_DIR"],
+           "SCHEDULER_TICK_SECONDS": "1"}
+    processes = [subprocess.Popen([sys.executable, "-m", "flask", "--app", "webapp", "scheduler",
+                                   "run"], env=env, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE) for _ in range(2)]
+    try:
+        time.sleep(2)
+        for n, site in enumerate(sites):  # changes while both run
+            save_url(session, site, f"{site.base_url}new/{n}")
+            session.commit()
+        time.sleep(4)
+    finally:
+        for process in processes:
+            process.send_signal(signal.SIGTERM)
+        errors = [process.communicate(timeout=30)[1].decode() for process in processes]
+    assert all("Traceback" not in error for error in errors), errors
+    session.expire_all()
+    runs = session.execute(select(Generation.site_id, Generation.started_at,
+                                  Generation.finished_at, Generation.status)
+                           .order_by(Generation.site_id, Generation.started_at)).all()
+    assert {status for *_, status in runs} <= {"succeeded", "unchanged"}
+    for site in sites:
+        mine = [(start, end) for site_id, start, end, _ in runs if site_id == site.id]
+        assert len(mine) >= 3
+        for (_, end), (next_start, _) in zip(mine, mine[1:]):
+            assert end <= next_start  # one at a time
+    deliveries = session.scalars(select(Delivery)).all()
+    assert deliveries and all(d.status == "delivered" and d.attempts == 1 for d in deliveries)
+    sent = [url for body in posted(engine) for url in body["urlList"]]
+    assert len(sent) == len(set(sent)) == 3 * 3001

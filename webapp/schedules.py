@@ -1,0 +1,66 @@
+"""Site schedules as people write them (`every 6h`, `cron:0 3 * * *`, `off`), and when each
+runs next. APScheduler's cron trigger does the calendar arithmetic, time zones included."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from apscheduler.triggers.cron import CronTrigger
+
+from webapp.errors import InvalidValue
+
+DEFAULT_SCHEDULE = "every 6h"
+UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_EVERY = re.compile(r"every\s+(\d+)\s*([smhd])")
+
+
+def check_timezone(value: str) -> str:
+    value = value.strip()
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise InvalidValue("timezone", value, "must be a time zone name such as UTC, "
+                           "Europe/Paris or America/New_York") from None
+    return value
+
+
+def _cron(expression: str, timezone: str) -> CronTrigger:
+    try:
+        return CronTrigger.from_crontab(expression, timezone=ZoneInfo(timezone))
+    except ValueError as exc:
+        raise InvalidValue("schedule", f"cron:{expression}", f"is not a cron expression "
+                           f"(minute hour day month weekday): {exc}") from None
+
+
+def check_schedule(value: str) -> str:
+    """`off`, `every N[s|m|h|d]` (at least 1 second) or `cron:M H DOM MON DOW`, tidied."""
+    text = " ".join(value.strip().lower().split())
+    if text == "off":
+        return text
+    every = _EVERY.fullmatch(text)
+    if every:
+        if int(every.group(1)) == 0:
+            raise InvalidValue("schedule", value, "must be a positive interval")
+        return f"every {int(every.group(1))}{every.group(2)}"
+    if text.startswith("cron:"):
+        expression = text.removeprefix("cron:").strip()
+        _cron(expression, "UTC")
+        return f"cron:{expression}"
+    raise InvalidValue("schedule", value, "must be `off`, `every N` with a unit s, m, h or d "
+                       "(`every 30m`), or `cron:` and five fields (`cron:0 3 * * *`)")
+
+
+def next_run(schedule: str, timezone: str, now: datetime) -> datetime | None:
+    """The first run after `now`; None when the schedule is off."""
+    if schedule == "off":
+        return None
+    every = _EVERY.fullmatch(schedule)
+    if every:
+        return now + timedelta(seconds=int(every.group(1)) * UNITS[every.group(2)])
+    trigger = _cron(schedule.removeprefix("cron:"), timezone)
+    fire = trigger.get_next_fire_time(None, now)
+    if fire is not None and fire <= now:  # exactly now: that run is the one just made
+        fire = trigger.get_next_fire_time(fire, now + timedelta(seconds=1))
+    return fire
