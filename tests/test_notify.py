@@ -20,7 +20,7 @@ from werkzeug import Response
 from tests.builders import make_site
 from webapp import jobs
 from webapp.importing import import_urls
-from webapp.models import Delivery, utcnow
+from webapp.models import Delivery, Url, utcnow
 from webapp.notify.ledger import backoff, claim
 from webapp.sites import update_site
 from webapp.urls import delete_url, save_url
@@ -268,12 +268,16 @@ def test_turning_indexnow_off_stops_what_is_pending(app, session, site, engine):
 
 
 def test_urls_outside_the_key_folder_are_left_out(app, session, engine):
-    """keyLocation beside the sitemap: only URLs under its folder may be sent with that key."""
+    """keyLocation beside the sitemap covers only URLs under its folder. A URL deleted before
+    the site moved into /shop/ is outside it: announcing it with this key would be refused."""
     base = engine.url_for("/")
-    site = make_site(session, base_url=base + "shop/", sitemap_url=base + "shop/sitemap.xml",
-                     indexnow_enabled=True, indexnow_key=KEY,
+    site = make_site(session, base_url=base, indexnow_enabled=True, indexnow_key=KEY,
                      indexnow_endpoint=engine.url_for("/indexnow"))
-    update_site(session, site, {"indexnow_key_location": "sitemap"})
+    save_url(session, site, base + "old/page")
+    delete_url(session, site, base + "old/page")
+    session.commit()
+    update_site(session, site, {"base_url": base + "shop/", "sitemap_url": base + "shop/sitemap.xml",
+                                "indexnow_key_location": "sitemap"})
     save_url(session, site, base + "shop/a")
     session.commit()
     publish(app, site)
@@ -283,6 +287,40 @@ def test_urls_outside_the_key_folder_are_left_out(app, session, engine):
     engine.expect_request("/indexnow").respond_with_data("", status=200)
     jobs.deliver(app)
     assert posted(engine)[0]["keyLocation"] == f"{base}shop/{KEY}.txt"
+
+
+def test_an_answer_in_an_unknown_charset_is_still_a_success(app, session, site, engine):
+    engine.expect_request("/indexnow").respond_with_data(
+        "ok", status=200, headers={"Content-Type": "text/plain; charset=bogus-x"})
+    save_url(session, site, f"{site.base_url}a")
+    session.commit()
+    publish(app, site)
+    jobs.announce(site.id, app)
+    jobs.deliver(app)
+    [delivery] = ledger(session)
+    assert (delivery.status, delivery.response_excerpt) == ("delivered", "ok")
+
+
+def test_a_retry_of_a_record_that_changed_meanwhile_is_refused(app, session, site, engine):
+    from webapp.errors import InvalidValue
+    from webapp.notify.ledger import retry
+
+    engine.expect_ordered_request("/indexnow").respond_with_data("", status=403)
+    engine.expect_ordered_request("/indexnow").respond_with_data("", status=200)
+    save_url(session, site, f"{site.base_url}a")
+    session.commit()
+    publish(app, site)
+    jobs.announce(site.id, app)
+    jobs.deliver(app)
+    [stale] = ledger(session)  # read as failed
+    with app.extensions["db_sessionmaker"]() as other:
+        retry(other, other.get(Delivery, stale.id), app.config, utcnow())
+        other.commit()
+    jobs.deliver(app)  # delivered by the first retry
+    with pytest.raises(InvalidValue, match="changed while"):
+        retry(session, stale, app.config, utcnow())
+    session.rollback()
+    assert [d.status for d in ledger(session)] == ["delivered"]
 
 
 def test_two_senders_never_send_the_same_record(app, session, site):
@@ -323,8 +361,7 @@ def test_concurrent_delivery_runs_send_each_record_once(app, session, site, engi
 
 
 def test_a_cursor_moves_only_from_where_its_planner_read_it(app, session, site):
-    """Two planners read the same position; the second to write gets PlanConflict, and
-    `announce` rolls its records back with it."""
+    """What a planner that lost a race meets: the cursor is no longer where it read it."""
     from webapp.notify.ledger import PlanConflict, set_position
 
     save_url(session, site, f"{site.base_url}a")
@@ -411,3 +448,33 @@ def service_account_file(folder, token_uri):
         "private_key": pem, "client_email": "robot@test-project.iam.gserviceaccount.com",
         "client_id": "1", "token_uri": token_uri}))
     return path
+
+
+def test_a_url_edit_during_an_import_waits_instead_of_deadlocking(app, session, site):
+    """Every writer takes the site's change number before touching URL rows, so an edit of a
+    URL that an open import is about to write waits for the import, then goes through."""
+    from webapp.changes import next_change_seq
+
+    save_url(session, site, f"{site.base_url}x", {"lastmod": "2026-01-01"})
+    session.commit()
+    next_change_seq(session, site.id)  # an import has begun: the site's row is taken
+    errors: list[BaseException] = []
+
+    def edit():
+        try:
+            with app.extensions["db_sessionmaker"]() as other:
+                save_url(other, other.get(type(site), site.id), f"{site.base_url}x",
+                         {"lastmod": "2026-03-03"})
+                other.commit()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    editor = threading.Thread(target=edit)
+    editor.start()
+    time.sleep(0.5)  # the editor is now waiting for the site's row
+    import_urls(session, site, io.StringIO(f"loc,lastmod\n{site.base_url}x,2026-02-02\n"))
+    session.commit()
+    editor.join(20)
+    assert not editor.is_alive() and errors == []
+    session.expire_all()
+    assert session.scalar(select(Url.lastmod).where(Url.loc == f"{site.base_url}x")) == "2026-03-03"

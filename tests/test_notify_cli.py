@@ -64,6 +64,11 @@ def test_engine_settings_round_trip(runner, site, engine, tmp_path):
     ("ping_urls=http://pings.example/ping", ("ping_urls", "{sitemap}")),
     ("ping_urls=https://www.google.com/ping?sitemap={sitemap}", ("ping_urls", "retired")),
     ("ping_urls=http://www.bing.com/ping?sitemap={sitemap}", ("ping_urls", "retired")),
+    ("ping_urls=http://[::1/{sitemap}", ("ping_urls", "http://")),
+    ("ping_urls=http://ann:secret@pings.example/{sitemap}", ("ping_urls", "password")),
+    ("indexnow_endpoint=http://ann:secret@engine.example/indexnow", ("indexnow_endpoint",
+                                                                    "password")),
+    ("indexnow_endpoint=http://[::1/x", ("indexnow_endpoint",)),
 ])
 def test_bad_engine_settings_are_refused_and_nothing_changes(runner, site, assignment, words):
     before = shown(runner, "shop")
@@ -72,9 +77,11 @@ def test_bad_engine_settings_are_refused_and_nothing_changes(runner, site, assig
     assert shown(runner, "shop") == before
 
 
-def test_a_credentials_file_that_is_no_service_account_is_refused(runner, site, tmp_path):
+@pytest.mark.parametrize("content", ['{"type": "authorized_user"}', '["a list"]', "not json"])
+def test_a_credentials_file_that_is_no_service_account_is_refused(runner, site, tmp_path,
+                                                                  content):
     path = tmp_path / "key.json"
-    path.write_text('{"type": "authorized_user"}')
+    path.write_text(content)
     assert_fails_cleanly(runner.invoke(args=["sites", "set", "shop", f"gsc_credentials={path}"]),
                          "gsc_credentials", "service account")
 
@@ -89,13 +96,14 @@ def test_key_beside_the_sitemap_needs_the_sitemap_on_the_sites_host(runner):
 
 def test_key_file_is_served_beside_the_sitemap_when_so_configured(app, session, client):
     site = make_site(session, base_url="https://shop.example.com/en/",
-                     sitemap_url="https://shop.example.com/sitemap.xml",
+                     sitemap_url="https://shop.example.com/en/sitemap.xml",
                      indexnow_key=KEY, indexnow_key_location="sitemap")
     save_url(session, site, "https://shop.example.com/en/a")
     session.commit()
     publish(app, site)
-    answer = client.get(f"/{KEY}.txt", base_url="https://shop.example.com")
+    answer = client.get(f"/en/{KEY}.txt", base_url="https://shop.example.com")
     assert (answer.status_code, answer.text) == (200, KEY)
+    assert client.get("/en/other.txt", base_url="https://shop.example.com").status_code == 404
 
 
 def test_notify_with_preflight_sends_when_key_and_robots_are_in_place(runner, session, site,
@@ -147,6 +155,8 @@ def test_generate_announces_and_retry_sends_a_failed_record_again(runner, site, 
     assert output.startswith("#1\tindexnow\t1 URLs\tdelivered\t2 attempts")
     assert_fails_cleanly(runner.invoke(args=["notifications", "retry", "1"]), "was delivered")
     assert_fails_cleanly(runner.invoke(args=["notifications", "retry", "99"]), "#99")
+    result = runner.invoke(args=["notifications", "retry", "99999999999999999999999"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
 
 
 def test_a_sender_killed_midway_loses_nothing_and_repeats_nothing_delivered(

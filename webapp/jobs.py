@@ -212,6 +212,7 @@ def _attempt(session: Session, delivery_id: int, config: dict, now: datetime | N
     if delivery is None:
         return  # another sender has it
     site = session.get(Site, delivery.site_id)
+    session.commit()  # hold no transaction while waiting for the engine (objects stay loaded)
     try:
         answer = ENGINES[delivery.engine].deliver(site, delivery, config)
     except DeliveryError as exc:

@@ -245,7 +245,7 @@ class Delivery(Base):
     engine: Mapped[str] = mapped_column(String(16))  # indexnow, gsc or ping
     generation_id: Mapped[int | None] = mapped_column(Integer)
     # The address of the last attempt (for ping, the template's URL, fixed when planned).
-    target: Mapped[str | None] = mapped_column(String(URL_LENGTH))
+    target: Mapped[str | None] = mapped_column(Text)
     url_count: Mapped[int] = mapped_column(Integer, default=0)
     urls: Mapped[str | None] = mapped_column(Text)  # IndexNow: the locs, one per line
     # pending (waiting for an attempt), sending (claimed), delivered, accepted (IndexNow 202),

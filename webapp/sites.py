@@ -153,9 +153,9 @@ def _check_indexnow_key(value: str) -> str:
 def _check_endpoint(name: str) -> Callable[[str], str | None]:
     def check(value: str) -> str | None:
         value = value.strip()
-        if value and not re.fullmatch(r"https?://[^\s/?#]+(/\S*)?", value):
-            raise InvalidValue(name, value, "must be an http:// or https:// URL, or empty for "
-                               "the default")
+        if value and not re.fullmatch(r"https?://[^\s/?#@\[\]]+(/\S*)?", value):
+            raise InvalidValue(name, value, "must be an http:// or https:// URL without a user "
+                               "name or password, or empty for the default")
         return value or None
 
     return check

@@ -65,20 +65,23 @@ def save_url(session: Session, site: Site, loc: str, fields: dict[str, str | Non
                            "with its own language, e.g. en=" + loc)
     url = session.scalar(select(Url).where(Url.site_id == site.id, Url.loc == loc))
     created = url is None or url.deleted_at is not None
-    before = None if created else _content(url)
-    if url is None:
-        url = Url(site_id=site.id, loc=loc)
-        session.add(url)
-    url.deleted_at = None
-    for name, value in values.items():
-        setattr(url, name, value)
-    if image_locs is not None:
-        url.images = [UrlImage(loc=image, position=n) for n, image in enumerate(image_locs)]
-    if alternate_map is not None:
-        url.alternates = [UrlAlternate(hreflang=lang, href=href)
-                          for lang, href in sorted(alternate_map.items())]
-    if created or _content(url) != before:
-        url.change_seq = next_change_seq(session, site.id)
+    # Nothing is written before the site's change number is taken: every writer locks the
+    # site's row first and the URL rows after, so two writers cannot deadlock.
+    with session.no_autoflush:
+        before = None if created else _content(url)
+        if url is None:
+            url = Url(site_id=site.id, loc=loc)
+            session.add(url)
+        url.deleted_at = None
+        for name, value in values.items():
+            setattr(url, name, value)
+        if image_locs is not None:
+            url.images = [UrlImage(loc=image, position=n) for n, image in enumerate(image_locs)]
+        if alternate_map is not None:
+            url.alternates = [UrlAlternate(hreflang=lang, href=href)
+                              for lang, href in sorted(alternate_map.items())]
+        if created or _content(url) != before:
+            url.change_seq = next_change_seq(session, site.id)
     session.flush()
     return url, created
 
@@ -93,6 +96,6 @@ def _content(url: Url) -> tuple:
 def delete_url(session: Session, site: Site, loc: str) -> Url:
     """Mark a URL deleted: it leaves the sitemaps, and the row remains to announce the removal."""
     url = find_url(session, site, normalize_url(loc, site.encoding))
+    url.change_seq = next_change_seq(session, site.id)  # the site's row first, as every writer
     url.deleted_at = utcnow()
-    url.change_seq = next_change_seq(session, site.id)
     return url

@@ -51,15 +51,16 @@ def announce_and_deliver(site_id: int, hold: frozenset[str] = frozenset()) -> bo
 
 @click.command("notify")
 @click.argument("site_ref", metavar="SITE")
-@click.option("--preflight", "preflight_check", is_flag=True, help="First fetch the key file and robots.txt; hold "
-              "IndexNow back while its key file is not served.")
+@click.option("--preflight", "preflight_check", is_flag=True,
+              help="First fetch the key file and robots.txt; hold IndexNow back while its key "
+              "file is not served.")
 @friendly_errors
 def notify_command(site_ref, preflight_check):
     """Announce what SITE's published sitemaps changed, and send what is due."""
     with session_scope() as session:
         site = find_site(session, site_ref)
         site_id = site.id
-        findings = preflight.check(site, current_app.config) if preflight_check else []
+    findings = preflight.check(site, current_app.config) if preflight_check else []
     for finding in findings:
         click.echo(f"{'ok' if finding.ok else 'problem'}: {finding.message}")
     hold = frozenset(f.engine for f in findings if f.engine and not f.ok)
@@ -90,7 +91,7 @@ def notifications_list(site_ref, limit, status):
 
 
 @group.command("retry")
-@click.argument("delivery_id", type=int, metavar="ID")
+@click.argument("delivery_id", type=click.IntRange(1, 2**31 - 1), metavar="ID")
 @friendly_errors
 def notifications_retry(delivery_id):
     """Send announcement ID again now, with a fresh allowance of attempts."""

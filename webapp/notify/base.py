@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email.utils
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -72,16 +73,19 @@ def send(method: str, url: str, *, timeout: float, meanings: Mapping[int, str] |
     the app only talks to addresses that someone configured.
     """
     meanings = meanings or {}
+    deadline = time.monotonic() + timeout  # for the body, which a server could drip forever
     try:
         with requests.request(method, url, json=json, timeout=timeout, allow_redirects=False,
                               stream=True, headers={"User-Agent": USER_AGENT, **(headers or {})}
                               ) as response:
-            body = _read(response)
+            body = _read(response, deadline)
     except requests.RequestException as exc:
         if _timed_out(exc):
             raise DeliveryError(f"no answer within {timeout:g} s; will try again") from None
-        raise DeliveryError(f"could not connect to {urlsplit(url).netloc}: {_reason(exc)}; "
+        raise DeliveryError(f"could not connect to {address(url)}: {_reason(exc)}; "
                             "will try again") from None
+    except TimeoutError:
+        raise DeliveryError(f"the answer took longer than {timeout:g} s; will try again") from None
     status = response.status_code
     meaning = meanings.get(status) or _generic_meaning(response)
     if 200 <= status < 300:
@@ -104,13 +108,24 @@ def _reason(exc: requests.RequestException) -> str:
     return text.rpartition("): ")[2][:200] or text[:200]
 
 
-def _read(response: requests.Response) -> str:
+def address(url: str) -> str:
+    """host[:port] of a URL, without any user name or password in it."""
+    parts = urlsplit(url)
+    return f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
+
+
+def _read(response: requests.Response, deadline: float) -> str:
     data = b""
     for chunk in response.iter_content(65536):
         data += chunk
         if len(data) >= MAX_BODY:
             break
-    return data[:MAX_BODY].decode(response.encoding or "utf-8", "replace")
+        if time.monotonic() > deadline:
+            raise TimeoutError
+    try:
+        return data[:MAX_BODY].decode(response.encoding or "utf-8", "replace")
+    except LookupError:  # a charset Python does not know: the status is what matters
+        return data[:MAX_BODY].decode("utf-8", "replace")
 
 
 def _generic_meaning(response: requests.Response) -> str:

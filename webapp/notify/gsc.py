@@ -12,6 +12,7 @@ import threading
 from urllib.parse import quote
 
 import google.auth.exceptions
+import requests
 import google.auth.transport.requests
 from google.oauth2 import service_account
 
@@ -39,7 +40,9 @@ class _Request(google.auth.transport.requests.Request):
     """google-auth's transport with our timeout on the token request."""
 
     def __init__(self, timeout: float):
-        super().__init__()
+        session = requests.Session()
+        session.max_redirects = 0  # the signed grant goes to the token address and nowhere else
+        super().__init__(session)
         self.timeout = timeout
 
     def __call__(self, url, method="GET", body=None, headers=None, timeout=None, **kwargs):
@@ -54,7 +57,7 @@ def load_credentials(path: str) -> service_account.Credentials:
         return service_account.Credentials.from_service_account_info(info, scopes=SCOPES)
     except OSError as exc:
         raise InvalidValue("gsc_credentials", path, f"cannot be read ({exc.strerror})") from None
-    except (ValueError, TypeError, KeyError) as exc:
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise InvalidValue("gsc_credentials", path, "must be the JSON key file of a Google "
                            f"service account ({str(exc).splitlines()[0][:120]})") from None
 
@@ -86,8 +89,9 @@ def deliver(site: Site, delivery: Delivery, config: dict) -> Answer:
     timeout = config["NOTIFY_TIMEOUT"]
     if not credentials.valid:
         try:
-            with _lock:
-                credentials.refresh(_Request(timeout))
+            transport = _Request(timeout)
+            with _lock, transport.session:
+                credentials.refresh(transport)
         except google.auth.exceptions.RefreshError as exc:
             raise DeliveryError(f"the token address refused the service account: {exc}",
                                 permanent=not getattr(exc, "retryable", False)) from None

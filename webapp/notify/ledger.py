@@ -182,7 +182,13 @@ def retry(session: Session, delivery: Delivery, config: dict, now: datetime) -> 
                            "to retry")
     if delivery.status == "sending":
         raise InvalidValue("notification", str(delivery.id), "is being sent right now")
-    delivery.status = "pending"
-    delivery.next_attempt_at = now
-    delivery.finished_at = None
-    delivery.attempt_limit = delivery.attempts + config["NOTIFY_MAX_ATTEMPTS"]
+    changed = session.execute(update(Delivery).where(
+        Delivery.id == delivery.id, Delivery.status == delivery.status,
+        Delivery.attempts == delivery.attempts,  # nobody sent it since it was read
+    ).values(status="pending", next_attempt_at=now, finished_at=None,
+             attempt_limit=delivery.attempts + config["NOTIFY_MAX_ATTEMPTS"])
+        .execution_options(synchronize_session=False)).rowcount
+    session.expire(delivery)
+    if changed != 1:
+        raise InvalidValue("notification", str(delivery.id), "changed while it was being "
+                           "retried; look at it again")

@@ -28,9 +28,16 @@ def check_templates(value: str) -> str | None:
     """Comma-separated templates, each an http(s) URL with {sitemap}; stored one per line."""
     found = [part.strip() for part in value.split(",") if part.strip()]
     for template in found:
-        parts = urlsplit(template.replace("{sitemap}", "x"))
-        if parts.scheme not in ("http", "https") or not parts.hostname or " " in template:
-            raise InvalidValue("ping_urls", template, "must be an http:// or https:// URL")
+        try:
+            parts = urlsplit(template.replace("{sitemap}", "x"))
+            usable = parts.scheme in ("http", "https") and parts.hostname and "@" not in parts.netloc
+        except ValueError:  # e.g. an unclosed [IPv6] host
+            usable = False
+        if not usable or " " in template:
+            raise InvalidValue("ping_urls", template, "must be an http:// or https:// URL "
+                               "without a user name or password")
+        if len(template) > 1000:
+            raise InvalidValue("ping_urls", template[:40], "must be at most 1000 characters")
         if "{sitemap}" not in template:
             raise InvalidValue("ping_urls", template, "must contain {sitemap}, which is replaced "
                                "by the URL-encoded sitemap URL")
