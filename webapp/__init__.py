@@ -15,7 +15,7 @@ def create_app(overrides: Mapping[str, object] | None = None) -> Flask:
     # worker process needs the protocol rules and none of the web application.
     from flask import Flask
 
-    from webapp import cli, config, db, http, sitemaps
+    from webapp import auth, cli, config, db, http, sitemaps
     from webapp.views import dashboard, public
 
     settings = config.load(overrides)
@@ -25,7 +25,8 @@ def create_app(overrides: Mapping[str, object] | None = None) -> Flask:
     db.init_app(app)
     sitemaps.init_app(app)
     public.init_app(app)  # crawlers are answered before Flask sees the request
-    http.init_app(app)
+    http.init_app(app)  # proxy headers, CSRF, security headers, error pages
+    auth.init_app(app)
     cli.init_app(app)
     app.register_blueprint(dashboard.bp)
     return app

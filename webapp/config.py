@@ -51,6 +51,17 @@ def env_int(
     return value
 
 
+def env_flag(name: str, default: bool, environ: Mapping[str, str] = os.environ) -> bool:
+    raw = (env_str(name, environ=environ) or "").lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name}={raw!r} is not on or off (1/0, true/false, yes/no)")
+
+
 def env_url(name: str, default: str, environ: Mapping[str, str] = os.environ) -> str:
     """An absolute http(s) URL."""
     value = env_str(name, default, environ)
@@ -151,6 +162,9 @@ def load(overrides: Mapping[str, object] | None = None, environ: Mapping[str, st
         # The first retry waits about this long; each later one twice as long, up to 6 hours.
         settings["NOTIFY_RETRY_SECONDS"] = env_int("NOTIFY_RETRY_SECONDS", 60, minimum=1,
                                                    maximum=86400, environ=environ)
+    if "SECURE_COOKIES" not in overrides:
+        # On behind HTTPS (the browser then sends the session cookie over HTTPS only).
+        settings["SECURE_COOKIES"] = env_flag("SECURE_COOKIES", False, environ)
     if "SCHEDULER_TICK_SECONDS" not in overrides:
         settings["SCHEDULER_TICK_SECONDS"] = env_int("SCHEDULER_TICK_SECONDS", 5, minimum=1,
                                                      maximum=3600, environ=environ)

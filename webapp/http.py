@@ -1,12 +1,23 @@
-"""App-wide HTTP behaviour: trusted proxy headers and error responses."""
+"""App-wide HTTP behaviour: trusted proxy headers, CSRF, security headers, error responses."""
 
 from __future__ import annotations
 
-from flask import Flask, render_template, request
+from flask import Flask, Response, render_template, request
+from flask_wtf.csrf import CSRFProtect
 from werkzeug.exceptions import HTTPException, InternalServerError
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from webapp.db import get_session
+
+csrf = CSRFProtect()
+
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
+                               "frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",
+}
 
 
 def init_app(app: Flask) -> None:
@@ -14,8 +25,23 @@ def init_app(app: Flask) -> None:
     if proxies:
         # Only then are X-Forwarded-Proto/-Host/-For believed: anyone can send those headers.
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
+    app.config.update(SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Lax",
+                      REMEMBER_COOKIE_HTTPONLY=True, REMEMBER_COOKIE_SAMESITE="Lax",
+                      SESSION_COOKIE_SECURE=app.config["SECURE_COOKIES"],
+                      REMEMBER_COOKIE_SECURE=app.config["SECURE_COOKIES"],
+                      WTF_CSRF_TIME_LIMIT=None)  # a token lives as long as the session
+    csrf.init_app(app)  # every POST, PUT, PATCH and DELETE needs the session's token
+    app.after_request(_security_headers)
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(Exception, _unexpected_error)
+
+
+def _security_headers(response: Response) -> Response:
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
+    if request.endpoint and request.endpoint.startswith("dashboard."):
+        response.headers.setdefault("Cache-Control", "no-store")  # signed-in pages
+    return response
 
 
 def _for_machines() -> bool:

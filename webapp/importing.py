@@ -149,15 +149,17 @@ def _map_ahead(pool: ProcessPoolExecutor, function: Callable, chunks: Iterable) 
 
 
 def import_urls(session: Session, site: Site, stream: TextIO, parallel: bool | None = None,
-                chunk_chars: int = CHUNK_CHARS) -> ImportReport:
+                chunk_chars: int = CHUNK_CHARS,
+                progress: Callable[[int, int], None] | None = None) -> ImportReport:
     """Upsert by loc every valid row of `stream` into `site`; report what happened to each.
 
     `parallel` parses and validates in a worker process while this one writes; by default it
-    does so for files over 4 MiB.
+    does so for files over 4 MiB. `progress(characters read, size)` hears after each chunk.
     """
     report = ImportReport()
+    size = _size(stream)
     if parallel is None:
-        parallel = _size(stream) >= PARALLEL_FROM_BYTES
+        parallel = size >= PARALLEL_FROM_BYTES
     pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) if parallel \
         else None
     try:
@@ -176,6 +178,8 @@ def import_urls(session: Session, site: Site, stream: TextIO, parallel: bool | N
                 batch[values[0]] = values
             if batch:
                 _write_batch(session, site, columns or ("loc",), batch, report, last_id_before)
+            if progress and size:
+                progress(min(stream.tell(), size), size)
     except (UnicodeDecodeError, csv.Error) as exc:
         raise ImportFormatError(f"the file cannot be read as UTF-8 CSV or text: {exc}") from None
     finally:

@@ -111,7 +111,8 @@ def _leased(app: Flask, site_id: int, run: Callable[[Session, Site], Generation]
 
 def regenerate(site_id: int, app: Flask | None = None, now: datetime | None = None,
                limits: Limits | None = None,
-               when: Callable[[Session, Site], bool] | None = None) -> Generation | None:
+               when: Callable[[Session, Site], bool] | None = None,
+               progress: Callable[[int, int], None] | None = None) -> Generation | None:
     """Generate and publish one site's sitemaps; the run is recorded whatever happens.
 
     With `when`, only if it still says so once the site's lease is held.
@@ -121,7 +122,7 @@ def regenerate(site_id: int, app: Flask | None = None, now: datetime | None = No
     def run(session: Session, site: Site) -> Generation:
         generation = _start(session, site, change_seq=committed_change_seq(session, site.id))
         return _recorded_run(app, session, site, generation, lambda publishing: generate_site(
-            session, site, generation, get_store(app), limits, now, publishing))
+            session, site, generation, get_store(app), limits, now, publishing, progress))
 
     return _leased(app, site_id, run, when)
 

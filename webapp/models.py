@@ -108,6 +108,7 @@ class Url(Timestamps, Base):
         UniqueConstraint("site_id", "loc"),
         Index("ix_urls_site_id_id", "site_id", "id"),
         Index("ix_urls_site_id_change_seq", "site_id", "change_seq"),
+        Index("ix_urls_site_id_lastmod_id", "site_id", "lastmod", "id"),  # the URL list's sort
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -273,6 +274,10 @@ class User(Timestamps, Base):
     email: Mapped[str] = mapped_column(String(254), unique=True)
     password_hash: Mapped[str] = mapped_column(String(255))
     role: Mapped[str] = mapped_column(String(16), default="viewer")
+    # Sign-in throttle: failures in a row, and no sign-in is tried before locked_until.
+    failed_sign_ins: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    locked_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_sign_in_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     def __repr__(self) -> str:
         return f"<User {self.id} {self.email!r} {self.role}>"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from webapp.changes import next_change_seq
@@ -91,6 +91,18 @@ def _content(url: Url) -> tuple:
     return (url.lastmod, url.changefreq, url.priority,
             [(image.loc, image.title, image.caption) for image in url.images],
             [(alternate.hreflang, alternate.href) for alternate in url.alternates])
+
+
+def delete_urls(session: Session, site: Site, ids: Iterable[int]) -> int:
+    """Mark the site's live URLs with these ids deleted; how many were."""
+    ids = list(ids)
+    if not ids:
+        return 0
+    seq = next_change_seq(session, site.id)
+    return session.execute(update(Url).where(
+        Url.site_id == site.id, Url.id.in_(ids), Url.deleted_at.is_(None),
+    ).values(deleted_at=utcnow(), change_seq=seq).execution_options(
+        synchronize_session=False)).rowcount
 
 
 def delete_url(session: Session, site: Site, loc: str) -> Url:

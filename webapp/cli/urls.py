@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 import click
+from flask import current_app
 from flask.cli import AppGroup
 from sqlalchemy import select
 
 from webapp.cli import friendly_errors
 from webapp.db import session_scope
-from webapp.importing import import_urls
+from webapp.importing import ImportFormatError, import_urls
 from webapp.models import Url
+from webapp.notify.base import DeliveryError, fetch
 from webapp.protocol import CHANGEFREQS
+from webapp.sitemap_import import MAX_FILE_BYTES, looks_like_sitemap, sitemap_stream
 from webapp.sites import find_site
 from webapp.urls import delete_url, save_url
 
@@ -53,16 +61,20 @@ def urls_delete(site_ref, loc):
 
 @group.command("import")
 @click.argument("site_ref", metavar="SITE")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("source", metavar="FILE|URL")
 @friendly_errors
-def urls_import(site_ref, file):
-    """Import a CSV (header loc,lastmod,changefreq,priority) or a list of URLs, one per line.
+def urls_import(site_ref, source):
+    """Import a CSV (header loc,lastmod,changefreq,priority), a list of URLs one per line, or
+    a sitemap (urlset or index, plain or gzip) from a file or an http(s) URL.
 
-    Valid rows are stored, each rejected row is listed with its line number and reason, and
-    the command exits with status 1 when any row was rejected.
+    Valid rows are stored, each rejected row is listed with its line number (for a sitemap,
+    its position) and reason, and the command exits with status 1 when any was rejected. A
+    sitemap that cannot be read is refused whole.
     """
-    with session_scope() as session, open(file, encoding="utf-8", newline="") as stream:
-        report = import_urls(session, find_site(session, site_ref), stream)
+    with session_scope() as session:
+        site = find_site(session, site_ref)
+        with _open_source(site, source) as stream:
+            report = import_urls(session, site, stream)
     click.echo(report.summary())
     for line, reason in report.rejections:
         click.echo(f"line {line}: {reason}", err=True)
@@ -70,6 +82,32 @@ def urls_import(site_ref, file):
         click.echo(f"... and {report.rejected - len(report.rejections)} more rejections", err=True)
     if report.rejected:
         raise SystemExit(1)
+
+
+@contextlib.contextmanager
+def _open_source(site, source: str) -> Iterator[TextIO]:
+    """A text stream of CSV rows from a file, a sitemap file, or a sitemap URL."""
+    timeout = current_app.config["NOTIFY_TIMEOUT"]
+    if re.match(r"https?://", source):
+        try:
+            data = fetch(source, timeout=timeout, max_bytes=MAX_FILE_BYTES)
+        except DeliveryError as exc:
+            raise ImportFormatError(exc.meaning) from None
+        if looks_like_sitemap(data):
+            yield sitemap_stream(data, source, site.base_url, source, timeout)
+        else:
+            yield io.StringIO(data.decode("utf-8-sig", "replace"), newline="")
+        return
+    path = Path(source)
+    if not path.is_file():
+        raise click.BadParameter(f"{source} is not a file or an http(s) URL", param_hint="FILE")
+    with open(path, "rb") as raw:
+        head = raw.read(512)
+    if looks_like_sitemap(head):
+        yield sitemap_stream(path.read_bytes(), path.name, site.base_url, None, timeout)
+        return
+    with open(path, encoding="utf-8", newline="") as stream:
+        yield stream
 
 
 @group.command("list")

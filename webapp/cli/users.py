@@ -49,5 +49,4 @@ def users_ensure_admin():
     else:
         click.echo(f"The admin account is {email} (for a new password, run "
                    f"flask --app webapp users set-password {email}).")
-    click.echo(f"The app is at http://127.0.0.1:{port}/; the browser dashboard's sign-in is "
-               "being built, so for now manage sites with `flask --app webapp ...` (README).")
+    click.echo(f"Sign in at http://127.0.0.1:{port}/sign-in with that e-mail address.")

@@ -95,6 +95,27 @@ def send(method: str, url: str, *, timeout: float, meanings: Mapping[int, str] |
                         retry_after=retry_after_seconds(response.headers.get("Retry-After")))
 
 
+def fetch(url: str, *, timeout: float, max_bytes: int) -> bytes:
+    """GET a file (a sitemap to import) through the same rules: no redirects, bounded size."""
+    deadline = time.monotonic() + 10 * timeout
+    try:
+        with requests.get(url, timeout=timeout, allow_redirects=False, stream=True,
+                          headers={"User-Agent": USER_AGENT}) as response:
+            if response.status_code != 200:
+                raise DeliveryError(_generic_meaning(response), status=response.status_code,
+                                    permanent=True)
+            data = bytearray()
+            for chunk in response.raw.stream(65536, decode_content=False):
+                data += chunk
+                if len(data) > max_bytes:
+                    raise DeliveryError(f"{url} is larger than {max_bytes} bytes", permanent=True)
+                if time.monotonic() > deadline:
+                    raise DeliveryError(f"{url} took too long to download")
+            return bytes(data)
+    except requests.RequestException as exc:
+        raise DeliveryError(f"could not fetch {address(url)}: {_reason(exc)}") from None
+
+
 def _timed_out(exc: requests.RequestException) -> bool:
     # A timeout while reading the body arrives as a ConnectionError wrapping urllib3's error.
     return isinstance(exc, requests.Timeout) or any(

@@ -160,13 +160,24 @@ def _carry_lastmods(files: list[BuiltFile], previous: dict[str, GenerationFile],
 
 
 
+def _counted(entries: Iterator[tuple[int, str]], total: int,
+             progress: Callable[[int, int], None]) -> Iterator[tuple[int, str]]:
+    for done, entry in enumerate(entries, start=1):
+        if done % 10_000 == 0:
+            progress(done, total)
+        yield entry
+    progress(total, total)
+
+
 def generate_site(session: Session, site: Site, generation: Generation, store: SitemapStore,
                   limits: Limits | None = None, now: datetime | None = None,
-                  before_publish: Callable[[], None] = lambda: None) -> Published:
+                  before_publish: Callable[[], None] = lambda: None,
+                  progress: Callable[[int, int], None] | None = None) -> Published:
     """Write, record and publish a full sitemap set for `site`.
 
     The caller owns the transaction: `before_publish` runs once the files and their records
     are ready and before the set goes live, so the caller can commit the records first.
+    `progress(done, total)` hears how many URLs are written, every 10,000.
     """
     limits = limits or Limits(max_urls=site.max_urls_per_file)
     stem = _entry_name(site).removesuffix(".xml")
@@ -177,7 +188,8 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
     with store.staging(site.storage_key, generation.id) as folder:
         stylesheet = f"{stem}.xsl" if site.stylesheet else None
         writer = UrlsetWriter(folder, stem, urlset_open(images, alternates, stylesheet), limits)
-        files = writer.write(url_entries(session.connection(), site, images, alternates))
+        entries = url_entries(session.connection(), site, images, alternates)
+        files = writer.write(_counted(entries, live, progress) if progress else entries)
         if not files:
             stylesheet = None  # nothing to render
         elif stylesheet:

@@ -1,0 +1,102 @@
+"""Generations (history, diff to the one before, rollback) and announcements (the ledger)."""
+
+from __future__ import annotations
+
+from flask import abort, current_app, flash, redirect, render_template, url_for
+from sqlalchemy import select
+
+from webapp import jobs
+from webapp.auth import require
+from webapp.db import get_session
+from webapp.errors import InvalidValue, NotFound
+from webapp.models import Delivery, Generation, utcnow
+from webapp.notify import ledger
+from webapp.runs import SiteBusy
+from webapp.sitemaps import get_store
+from webapp.sitemaps.history import diff
+from webapp.views.dashboard import bp, load_site
+
+# What each ledger status means, for the page's legend.
+STATUSES = {
+    "pending": "waiting for its next attempt",
+    "sending": "being sent now",
+    "delivered": "the engine received it",
+    "accepted": "received; the engine is still checking the key (keep the key file online)",
+    "failed": "refused, or out of attempts: the outcome says why and what to fix",
+}
+
+
+@bp.get("/sites/<slug>/generations")
+@require("viewer")
+def generations(slug):
+    site = load_site(slug)
+    runs = get_session().scalars(select(Generation).where(Generation.site_id == site.id)
+                                 .order_by(Generation.id.desc()).limit(100)).all()
+    store = get_store(current_app)
+    kept = {run.id for run in runs if store.generation_set(site.storage_key, run.id)}
+    return render_template("dashboard/generations.html", site=site, runs=runs, kept=kept,
+                           published=store.current_generation(site.storage_key))
+
+
+@bp.get("/sites/<slug>/generations/<int:generation_id>")
+@require("viewer")
+def generation(slug, generation_id):
+    site = load_site(slug)
+    session = get_session()
+    run = session.get(Generation, generation_id)
+    if run is None or run.site_id != site.id:
+        abort(404, "There is no such generation of this site.")
+    store = get_store(current_app)
+    previous = session.scalar(select(Generation.id).where(
+        Generation.site_id == site.id, Generation.id < run.id,
+        Generation.status == "succeeded").order_by(Generation.id.desc()).limit(1))
+    new = store.generation_set(site.storage_key, run.id)
+    old = store.generation_set(site.storage_key, previous) if previous else None
+    changes = diff(old, new) if new and old else None
+    return render_template("dashboard/generation.html", site=site, run=run, previous=previous,
+                           changes=changes, kept=new is not None)
+
+
+@bp.post("/sites/<slug>/generations/<int:generation_id>/rollback")
+@require("editor")
+def generation_rollback(slug, generation_id):
+    site = load_site(slug)
+    try:
+        result = jobs.rollback(site.id, generation_id)
+    except (NotFound, SiteBusy) as exc:
+        flash(str(exc))
+    else:
+        flash(f"Generation {generation_id}'s files are published again as generation "
+              f"{result.id} ({result.status}).")
+    return redirect(url_for("dashboard.generations", slug=slug))
+
+
+@bp.get("/sites/<slug>/announcements")
+@require("viewer")
+def announcements(slug):
+    site = load_site(slug)
+    rows = get_session().scalars(select(Delivery).where(Delivery.site_id == site.id)
+                                 .order_by(Delivery.id.desc()).limit(200)).all()
+    return render_template("dashboard/announcements.html", site=site, rows=rows,
+                           statuses=STATUSES)
+
+
+@bp.post("/sites/<slug>/announcements/<int:delivery_id>/retry")
+@require("editor")
+def announcement_retry(slug, delivery_id):
+    site = load_site(slug)
+    session = get_session()
+    delivery = session.get(Delivery, delivery_id)
+    if delivery is None or delivery.site_id != site.id:
+        abort(404, "There is no such announcement of this site.")
+    try:
+        ledger.retry(session, delivery, current_app.config, utcnow())
+    except InvalidValue as exc:
+        session.rollback()
+        flash(str(exc))
+    else:
+        session.commit()
+        jobs.deliver(only=frozenset({delivery_id}))
+        session.expire_all()
+        flash(f"Announcement #{delivery_id}: {delivery.status}. {delivery.outcome or ''}")
+    return redirect(url_for("dashboard.announcements", slug=slug))

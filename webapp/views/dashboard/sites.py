@@ -1,0 +1,225 @@
+"""Sites: the list, one site's overview, creating, editing, deleting, and the buttons."""
+
+from __future__ import annotations
+
+from flask import current_app, flash, redirect, render_template, request, url_for
+from sqlalchemy import func, select
+
+from webapp import health, jobs, tasks
+from webapp.auth import demand, require
+from webapp.db import get_session
+from webapp.errors import InvalidValue
+from webapp.models import Delivery, Generation, Site, Url, utcnow
+from webapp.notify import preflight
+from webapp.protocol import check_site_scope
+from webapp.sitemaps import get_store
+from webapp.sites import SETTINGS, create_site, delete_site, site_settings, update_site
+from webapp.views.dashboard import bp, load_site
+
+# The edit form, in the order people think about a site.
+SECTIONS = {
+    "Site": ["name", "slug", "base_url", "sitemap_url", "encoding"],
+    "Sitemap files": ["default_changefreq", "default_priority", "max_urls_per_file",
+                      "stylesheet", "robots_txt"],
+    "Schedule": ["schedule", "change_delay", "timezone"],
+    "IndexNow": ["indexnow_enabled", "indexnow_key", "indexnow_key_location",
+                 "indexnow_endpoint"],
+    "Search Console and pings": ["gsc_property", "gsc_credentials", "gsc_endpoint",
+                                 "ping_urls"],
+}
+assert sorted(sum(SECTIONS.values(), [])) == sorted(SETTINGS)
+
+
+def _latest_per_site(model, *group):
+    """The newest row of `model` per site (and per `group` columns)."""
+    newest = select(func.max(model.id)).group_by(model.site_id, *group)
+    return get_session().scalars(select(model).where(model.id.in_(newest))).all()
+
+
+@bp.get("/")
+@require("viewer")
+def sites():
+    session = get_session()
+    counts = dict(session.execute(select(Url.site_id, func.count()).where(
+        Url.deleted_at.is_(None)).group_by(Url.site_id)).all())
+    last_runs = {g.site_id: g for g in _latest_per_site(Generation)}
+    announced: dict[int, list[Delivery]] = {}
+    for delivery in _latest_per_site(Delivery, Delivery.engine):
+        announced.setdefault(delivery.site_id, []).append(delivery)
+    return render_template("dashboard/sites.html",
+                           sites=session.scalars(select(Site).order_by(Site.name)).all(),
+                           counts=counts, last_runs=last_runs, announced=announced)
+
+
+def _form_changes(site: Site | None) -> dict[str, str]:
+    """The settings the form changed (all of them for a new site)."""
+    shown = site_settings(site) if site else {}
+    return {name: request.form[name] for name in SETTINGS
+            if name in request.form and request.form[name] != shown.get(name)}
+
+
+@bp.route("/sites/new", methods=["GET", "POST"])
+@require("editor")
+def site_new():
+    errors: dict[str, str] = {}
+    if request.method == "POST":
+        session = get_session()
+        form = request.form
+        try:
+            site, warning = create_site(session, form.get("name", ""), form.get("base_url", ""),
+                                        form.get("sitemap_url") or None,
+                                        form.get("encoding") or "utf-8")
+        except InvalidValue as exc:
+            session.rollback()
+            errors[exc.field] = str(exc)
+        else:
+            session.commit()
+            flash(f"Created {site.name}." + (f" Note: {warning}" if warning else ""))
+            return redirect(url_for("dashboard.site", slug=site.slug))
+    return render_template("dashboard/site_new.html", errors=errors, form=request.form), \
+        422 if errors else 200
+
+
+@bp.get("/sites/<slug>")
+@require("viewer")
+def site(slug):
+    site = load_site(slug)
+    session = get_session()
+    runs = session.scalars(select(Generation).where(Generation.site_id == site.id)
+                           .order_by(Generation.id.desc()).limit(30)).all()
+    outcomes = dict(session.execute(select(Delivery.status, func.count()).where(
+        Delivery.site_id == site.id).group_by(Delivery.status)).all())
+    live = session.scalar(select(func.count()).select_from(Url).where(
+        Url.site_id == site.id, Url.deleted_at.is_(None)))
+    counted = [run for run in reversed(runs) if run.status in ("succeeded", "unchanged")]
+    return render_template("dashboard/site.html", site=site, runs=runs[:5], live=live,
+                           chart=_line_chart([run.url_count for run in counted]),
+                           chart_runs=counted, outcomes=outcomes,
+                           warnings=health.warnings(session, site),
+                           scope_note=check_site_scope(site.base_url, site.sitemap_url),
+                           published=get_store(current_app).current_generation(site.storage_key))
+
+
+def _line_chart(values: list[int], width: int = 600, height: int = 120) -> dict | None:
+    """SVG polyline points for a small line chart of `values` (None with fewer than two)."""
+    if len(values) < 2:
+        return None
+    top = max(values) or 1
+    step = width / (len(values) - 1)
+    points = " ".join(f"{i * step:.1f},{height - 10 - (v / top) * (height - 20):.1f}"
+                      for i, v in enumerate(values))
+    return {"points": points, "top": top, "width": width, "height": height}
+
+
+@bp.route("/sites/<slug>/settings", methods=["GET", "POST"])
+@require("viewer")
+def site_settings_page(slug):
+    site = load_site(slug)
+    errors: dict[str, str] = {}
+    values = site_settings(site)
+    if request.method == "POST":
+        demand("editor")  # viewers may look, not change
+        session = get_session()
+        changes = _form_changes(site)
+        try:
+            warning = update_site(session, site, changes)
+        except InvalidValue as exc:
+            session.rollback()
+            errors[exc.field] = str(exc)
+            values.update(changes)
+        else:
+            session.commit()
+            current_app.extensions["site_routes"].invalidate()
+            flash("Saved." if changes else "Nothing changed.")
+            if warning:
+                flash(f"Note: {warning}")
+            return redirect(url_for("dashboard.site_settings_page", slug=site.slug))
+    return render_template("dashboard/site_settings.html", site=site, values=values,
+                           errors=errors, sections=SECTIONS), 422 if errors else 200
+
+
+@bp.route("/sites/<slug>/delete", methods=["GET", "POST"])
+@require("editor")
+def site_delete(slug):
+    site = load_site(slug)
+    if request.method == "POST":
+        if request.form.get("confirm") != site.slug:
+            flash(f"Type {site.slug} to confirm.")
+            return redirect(url_for("dashboard.site_delete", slug=slug))
+        session = get_session()
+        try:
+            storage_key = delete_site(session, site, utcnow())
+        except InvalidValue as exc:
+            flash(str(exc))
+            return redirect(url_for("dashboard.site", slug=slug))
+        session.commit()
+        get_store(current_app).remove(storage_key)
+        current_app.extensions["site_routes"].invalidate()
+        flash(f"Deleted {site.name}.")
+        return redirect(url_for("dashboard.sites"))
+    return render_template("dashboard/site_delete.html", site=site)
+
+
+@bp.post("/sites/<slug>/regenerate")
+@require("editor")
+def site_regenerate(slug):
+    site = load_site(slug)
+    app = current_app._get_current_object()
+    site_id = site.id
+
+    def work(progress) -> str:
+        generation = jobs.regenerate(site_id, app, progress=progress)
+        if generation.status == "failed":
+            raise RuntimeError(f"generation {generation.id} failed: {generation.error}")
+        planned = jobs.announce(site_id, app) if generation.status != "superseded" else []
+        jobs.deliver(app, site_id=site_id)
+        return (f"Generation {generation.id}: {generation.status}, {generation.url_count} URLs "
+                f"in {generation.file_count} files; {len(planned)} announcements planned.")
+
+    task = tasks.start(app, "regenerate", slug, work)
+    return redirect(url_for("dashboard.task", task_id=task))
+
+
+@bp.post("/sites/<slug>/notify")
+@require("editor")
+def site_notify(slug):
+    site = load_site(slug)
+    app = current_app._get_current_object()
+    site_id = site.id
+
+    def work(progress) -> str:
+        planned = jobs.announce(site_id, app)
+        attempted = jobs.deliver(app, site_id=site_id)
+        if not planned and not attempted:
+            return "Nothing to announce: no generation changed anything since the last time."
+        return f"{len(planned)} announcements planned, {len(attempted)} sent; see Announcements."
+
+    task = tasks.start(app, "notify", slug, work)
+    return redirect(url_for("dashboard.task", task_id=task))
+
+
+@bp.post("/sites/<slug>/preflight")
+@require("editor")
+def site_preflight(slug):
+    site = load_site(slug)
+    app = current_app._get_current_object()
+    get_session().expunge(site)
+
+    def work(progress) -> str:
+        findings = preflight.check(site, app.config)
+        return "\n".join(f"{'OK' if f.ok else 'Problem'}: {f.message}" for f in findings)
+
+    task = tasks.start(app, "pre-flight check", slug, work)
+    return redirect(url_for("dashboard.task", task_id=task))
+
+
+@bp.post("/sites/<slug>/rotate-key")
+@require("editor")
+def site_rotate_key(slug):
+    site = load_site(slug)
+    session = get_session()
+    update_site(session, site, {"indexnow_key": "new"})
+    session.commit()
+    current_app.extensions["site_routes"].invalidate()
+    flash("A new IndexNow key is in place and served now; the old one is no longer valid.")
+    return redirect(url_for("dashboard.site_settings_page", slug=slug))

@@ -1,0 +1,93 @@
+"""Accounts, managed by admins."""
+
+from __future__ import annotations
+
+from flask import abort, flash, redirect, render_template, request, url_for
+from flask_login import current_user
+from sqlalchemy import func, select
+
+from webapp.auth import require
+from webapp.db import get_session
+from webapp.errors import InvalidValue
+from webapp.models import User
+from webapp.users import ROLES, create_user, set_password
+from webapp.views.dashboard import bp
+
+
+@bp.get("/users")
+@require("admin")
+def users():
+    accounts = get_session().scalars(select(User).order_by(User.email)).all()
+    return render_template("dashboard/users.html", accounts=accounts, roles=ROLES, errors={},
+                           form={})
+
+
+@bp.post("/users")
+@require("admin")
+def user_create():
+    session = get_session()
+    form = request.form
+    try:
+        user = create_user(session, form.get("email", ""), form.get("password", ""),
+                           form.get("role", "viewer"))
+    except InvalidValue as exc:
+        session.rollback()
+        accounts = session.scalars(select(User).order_by(User.email)).all()
+        return render_template("dashboard/users.html", accounts=accounts, roles=ROLES,
+                               errors={exc.field: str(exc)}, form=form), 422
+    session.commit()
+    flash(f"Created {user.email} ({user.role}).")
+    return redirect(url_for("dashboard.users"))
+
+
+def _account(user_id: int) -> User:
+    user = get_session().get(User, user_id)
+    if user is None:
+        abort(404, "There is no such account.")
+    return user
+
+
+def _admins_left(session, without: User) -> int:
+    return session.scalar(select(func.count()).select_from(User).where(
+        User.role == "admin", User.id != without.id)) or 0
+
+
+@bp.post("/users/<int:user_id>")
+@require("admin")
+def user_update(user_id):
+    session = get_session()
+    user = _account(user_id)
+    role, password = request.form.get("role"), request.form.get("password", "")
+    try:
+        if role and role != user.role:
+            if role not in ROLES:
+                raise InvalidValue("role", role, f"must be one of {', '.join(ROLES)}")
+            if user.role == "admin" and not _admins_left(session, user):
+                raise InvalidValue("role", role, "the last admin cannot stop being one")
+            user.role = role
+        if password:
+            set_password(user, password)
+            user.failed_sign_ins, user.locked_until = 0, None
+    except InvalidValue as exc:
+        session.rollback()
+        flash(f"{user.email}: {exc}")
+    else:
+        session.commit()
+        flash(f"Saved {user.email}.")
+    return redirect(url_for("dashboard.users"))
+
+
+@bp.post("/users/<int:user_id>/delete")
+@require("admin")
+def user_delete(user_id):
+    session = get_session()
+    user = _account(user_id)
+    if user.id == current_user.id:
+        flash("You cannot delete your own account.")
+    elif user.role == "admin" and not _admins_left(session, user):
+        flash("The last admin cannot be deleted.")
+    else:
+        session.delete(user)
+        session.commit()
+        flash(f"Deleted {user.email}.")
+    return redirect(url_for("dashboard.users"))
