@@ -23,8 +23,9 @@ run: install
 	$(BIN)/alembic upgrade head
 	$(BIN)/flask --app webapp users ensure-admin
 	$(BIN)/flask --app webapp scheduler run & scheduler=$$!; \
-	trap 'kill $$scheduler 2>/dev/null; wait $$scheduler' EXIT INT TERM; \
-	$(BIN)/flask --app webapp run --host 127.0.0.1 --port $(PORT)
+	$(BIN)/flask --app webapp run --host 127.0.0.1 --port $(PORT) & web=$$!; \
+	trap 'kill $$web $$scheduler 2>/dev/null; wait $$scheduler' EXIT INT TERM; \
+	wait $$web
 
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -17,6 +17,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy import select
 
 from tests.builders import make_site
+from webapp import create_app
 from tests.test_cli import assert_fails_cleanly
 from tests.test_notify import KEY, posted
 from webapp import jobs, scheduler
@@ -39,7 +40,8 @@ def test_schedules_are_read_as_people_write_them(written, stored):
 
 
 @pytest.mark.parametrize("written", ["sometimes", "every", "every 0s", "every 5w", "cron:61 * * * *",
-                                     "cron:0 3 * *", "0 3 * * *"])
+                                     "cron:0 3 * *", "0 3 * * *", "every 999999999999d",
+                                     "every 366d", "cron:0 3 * * 8"])
 def test_nonsense_schedules_are_refused(written):
     with pytest.raises(InvalidValue, match="schedule"):
         check_schedule(written)
@@ -54,6 +56,19 @@ def test_next_run_follows_the_schedule_and_its_time_zone():
     at_three = datetime(2026, 3, 28, 2, 0, tzinfo=UTC)
     assert next_run("cron:0 3 * * *", "Europe/Paris", at_three) == datetime(
         2026, 3, 29, 1, 0, tzinfo=UTC)  # the run at exactly now is the one being made
+
+
+@pytest.mark.parametrize("weekdays, expected", [
+    ("0", ["Sun"]), ("7", ["Sun"]), ("1-5", ["Mon", "Tue", "Wed", "Thu", "Fri"]),
+    ("6,0", ["Sat", "Sun"]), ("mon", ["Mon"]),
+])
+def test_cron_weekdays_count_from_sunday_as_cron_does(weekdays, expected):
+    at = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)  # a Saturday
+    days = []
+    for _ in range(len(expected)):
+        at = next_run(check_schedule(f"cron:0 3 * * {weekdays}"), "UTC", at)
+        days.append(at.strftime("%a"))
+    assert sorted(days) == sorted(expected)
 
 
 def statuses(session, site) -> list[str]:
@@ -114,6 +129,21 @@ def test_a_changed_generation_is_followed_by_its_announcements(app, session, eng
     assert posted(engine)[0]["urlList"] == [f"{site.base_url}a"]
 
 
+def test_edits_without_pause_still_run_after_the_maximum_wait(app, session):
+    site = make_site(session, schedule="off", next_run_at=None, change_delay=60)
+    save_url(session, site, f"{site.base_url}first")
+    session.commit()
+    session.expire_all()
+    first = site.pending_since
+    # Edits keep coming every 30 s: never quiet for 60 s, yet ten delays after the first...
+    site.changed_at = first + timedelta(seconds=599)
+    session.commit()
+    assert scheduler.run_due_sites(app, first + timedelta(seconds=599)) == []
+    assert len(scheduler.run_due_sites(app, first + timedelta(seconds=601))) == 1
+    session.expire_all()
+    assert site.pending_since is None
+
+
 def test_a_failing_run_keeps_the_last_good_set_and_runs_again_next_time(app, session):
     """More URLs than an index can list at one URL per file: the run fails and says why."""
     site = make_site(session, schedule="every 1h", change_delay=0)
@@ -131,9 +161,17 @@ def test_a_failing_run_keeps_the_last_good_set_and_runs_again_next_time(app, ses
     assert failed.status == "failed" and "at most 50000" in failed.error
     assert store.current_generation(site.storage_key) == good
     session.expire_all()
+    assert site.change_seq > site.generated_seq  # the changes are still to be published
     assert scheduler.run_due_sites(app, site.changed_at + timedelta(seconds=2)) == []
-    [again] = scheduler.run_due_sites(app, site.next_run_at)
+    [again] = scheduler.run_due_sites(app, site.retry_at + timedelta(seconds=1))
     assert again.status == "failed"
+    site.max_urls_per_file = 50_000
+    session.commit()
+    session.expire_all()
+    [fixed] = scheduler.run_due_sites(app, site.next_run_at)  # the next scheduled run
+    assert fixed.status == "succeeded" and fixed.url_count == 50_002
+    session.expire_all()
+    assert site.change_seq == site.generated_seq and site.retry_at is None
 
 
 def test_a_site_being_generated_is_not_generated_again_at_the_same_time(app, session):
@@ -144,7 +182,7 @@ def test_a_site_being_generated_is_not_generated_again_at_the_same_time(app, ses
         jobs.regenerate(site.id, app)
     assert scheduler.run_due_sites(app, utcnow() + timedelta(days=1)) == []
     release(session, site.id, owner)
-    assert jobs.regenerate(site.id, app).status is not None
+    assert jobs.regenerate(site.id, app).status == "succeeded"
 
 
 def test_a_lease_whose_process_is_gone_is_taken_over_at_once(app, session):
@@ -154,14 +192,20 @@ def test_a_lease_whose_process_is_gone_is_taken_over_at_once(app, session):
     site.run_owner = new_owner().rsplit(":", 2)[0] + f":{dead}:deadbeef"
     site.run_lease_until = utcnow() + timedelta(hours=1)
     session.commit()
-    assert jobs.regenerate(site.id, app) is not None
+    assert jobs.regenerate(site.id, app).status == "succeeded"
 
 
 def test_deleting_a_site_removes_its_runs_files_and_ledger(app, session, runner):
     site = make_site(session, schedule="every 1s")
+    other = make_site(session, name="Blog", base_url="https://blog.example.com/",
+                      schedule="every 1s")
     save_url(session, site, f"{site.base_url}a")
     session.commit()
     jobs.regenerate(site.id, app)
+    claim(session, site.id, utcnow(), owner := new_owner())
+    assert_fails_cleanly(runner.invoke(args=["sites", "delete", "shop", "--yes"]),
+                         "being generated")
+    release(session, site.id, owner)
     folder = get_store(app).site_folder(site.storage_key)
     assert folder.exists()
     result = runner.invoke(args=["sites", "delete", "shop", "--yes"])
@@ -169,7 +213,8 @@ def test_deleting_a_site_removes_its_runs_files_and_ledger(app, session, runner)
     assert not folder.exists()
     session.expire_all()
     assert session.scalars(select(Generation)).all() == []
-    assert scheduler.run_due_sites(app, utcnow() + timedelta(days=1)) == []
+    assert [g.site_id for g in scheduler.run_due_sites(app, utcnow() + timedelta(days=1))] == [
+        other.id]
     assert_fails_cleanly(runner.invoke(args=["sites", "delete", "shop", "--yes"]), "no site")
 
 
@@ -190,7 +235,9 @@ def test_scheduler_settings_and_status_on_the_command_line(runner, session, app)
 
 
 def test_a_running_scheduler_follows_changed_schedules_without_a_restart(app, session):
-    app.config["SCHEDULER_TICK_SECONDS"] = 0.1
+    app = create_app({**{name: app.config[name] for name in (
+        "DATABASE_URL", "SECRET_KEY", "INSTANCE_PATH", "SITEMAPS_DIR", "INDEXNOW_ENDPOINT",
+        "GSC_ENDPOINT")}, "SCHEDULER_TICK_SECONDS": 0.1})
     site = make_site(session, schedule="off", next_run_at=None)
     save_url(session, site, f"{site.base_url}a")
     site.generated_seq = 10 ** 6
@@ -216,6 +263,30 @@ def test_a_running_scheduler_follows_changed_schedules_without_a_restart(app, se
         assert len(statuses(session, site)) == count
     finally:
         background.shutdown(wait=True)
+        app.extensions["db_engine"].dispose()
+
+
+def test_a_stopped_scheduler_finishes_the_run_in_hand(app, session, database_url):
+    site = make_site(session, schedule="off", next_run_at=None, change_delay=0)
+    import_urls(session, site, io.StringIO("\n".join(
+        f"{site.base_url}p/{n}" for n in range(300_000))))
+    session.commit()
+    env = {**os.environ, "DATABASE_URL": database_url, "SECRET_KEY": "test",
+           "INSTANCE_PATH": app.config["INSTANCE_PATH"], "SITEMAPS_DIR": app.config["SITEMAPS_DIR"],
+           "SCHEDULER_TICK_SECONDS": "1"}
+    process = subprocess.Popen([sys.executable, "-m", "flask", "--app", "webapp", "scheduler",
+                                "run"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while statuses(session, site) != ["running"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert statuses(session, site) == ["running"]
+        process.send_signal(signal.SIGTERM)
+    finally:
+        error = process.communicate(timeout=60)[1].decode()
+    assert process.returncode == 0, error
+    assert statuses(session, site) == ["succeeded"]
+    assert get_store(app).current_generation(site.storage_key) is not None
 
 
 def test_two_scheduler_processes_never_do_the_same_work_twice(app, session, engine,

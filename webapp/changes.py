@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from webapp.models import Site, Url, utcnow
@@ -18,9 +18,11 @@ from webapp.models import Site, Url, utcnow
 
 def next_change_seq(session: Session, site_id: int) -> int:
     """A new change number for the URLs this transaction writes in the site."""
+    now = utcnow()
     return session.execute(
         update(Site).where(Site.id == site_id)
-        .values(change_seq=Site.change_seq + 1, changed_at=utcnow())
+        .values(change_seq=Site.change_seq + 1, changed_at=now,
+                pending_since=func.coalesce(Site.pending_since, now))
         .returning(Site.change_seq).execution_options(synchronize_session=False)
     ).scalar_one()
 

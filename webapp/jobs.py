@@ -8,7 +8,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from flask import Flask, current_app
-from sqlalchemy import update
+from sqlalchemy import case, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -25,6 +25,7 @@ from webapp.sitemaps.generate import Published, generate_site, republish_site
 log = logging.getLogger(__name__)
 
 ENGINES = {"indexnow": indexnow, "gsc": gsc, "ping": ping}
+RETRY_AFTER_FAILURE = timedelta(minutes=5)
 
 def _start(session: Session, site: Site, **fields) -> Generation:
     """A committed record for a new run. The caller holds the site's lease, so a run of the
@@ -96,6 +97,7 @@ def _leased(app: Flask, site_id: int, run: Callable[[Session, Site], Generation]
         if site is None:
             raise NotFound(f"no site with id {site_id}")
         runs.claim(session, site_id, utcnow(), owner)
+        session.refresh(site)  # as it is now that the lease is held, not as first read
         generation = None
         try:
             if when is not None and not when(session, site):
@@ -104,9 +106,19 @@ def _leased(app: Flask, site_id: int, run: Callable[[Session, Site], Generation]
             return generation
         finally:
             session.rollback()
-            seen = {} if generation is None or generation.change_seq is None else {
-                "generated_seq": generation.change_seq}
-            runs.release(session, site_id, owner, **seen)
+            runs.release(session, site_id, owner, **_after(generation))
+
+
+def _after(generation: Generation | None) -> dict:
+    """What a finished run changes on its site: the changes it covered are generated; after a
+    failure, changes wait a while before they trigger another run."""
+    if generation is None or generation.change_seq is None:
+        return {}
+    if generation.status == "failed":
+        return {"retry_at": utcnow() + RETRY_AFTER_FAILURE}
+    return {"generated_seq": generation.change_seq, "retry_at": None,
+            "pending_since": case((Site.change_seq > generation.change_seq, Site.changed_at),
+                                  else_=None)}
 
 
 def regenerate(site_id: int, app: Flask | None = None, now: datetime | None = None,

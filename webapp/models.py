@@ -88,6 +88,10 @@ class Site(Timestamps, Base):
     timezone: Mapped[str] = mapped_column(String(64), default="UTC", server_default="UTC")
     next_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     changed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)  # the last URL change
+    # The first change not yet generated: a site edited without pause still runs in time.
+    pending_since: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # After a failed run, changes wait until then before they trigger another.
+    retry_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     generated_seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     # Who is generating the site now (host:pid), until when at the latest.
     run_owner: Mapped[str | None] = mapped_column(String(160))

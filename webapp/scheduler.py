@@ -19,7 +19,7 @@ from flask import Flask
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
-from webapp import jobs
+from webapp import jobs, runs
 from webapp.models import Generation, Site, utcnow
 from webapp.runs import SiteBusy
 from webapp.schedules import next_run
@@ -27,11 +27,19 @@ from webapp.schedules import next_run
 log = logging.getLogger(__name__)
 
 
+def max_wait(site: Site) -> timedelta:
+    """The longest that changes wait while edits keep coming: ten delays, at least a minute."""
+    return timedelta(seconds=max(10 * site.change_delay, 60))
+
+
 def _due(site: Site, now: datetime) -> tuple[bool, bool]:
-    """(its schedule is due, a burst of URL changes has been quiet for change_delay)."""
+    """(its schedule is due, URL changes are ready: quiet for change_delay since the last one,
+    or waiting for max_wait since the first; not while a failed run's retry time is ahead)."""
     scheduled = site.schedule != "off" and (site.next_run_at is None or site.next_run_at <= now)
-    changed = site.change_seq > site.generated_seq and (
-        site.changed_at is None or site.changed_at + timedelta(seconds=site.change_delay) <= now)
+    quiet = site.changed_at is None or site.changed_at + timedelta(seconds=site.change_delay) <= now
+    overdue = site.pending_since is not None and site.pending_since + max_wait(site) <= now
+    changed = site.change_seq > site.generated_seq and (quiet or overdue) and (
+        site.retry_at is None or site.retry_at <= now)
     return scheduled, changed
 
 
@@ -67,7 +75,10 @@ def run_due_sites(app: Flask, now: datetime | None = None) -> list[Generation]:
             continue
         generations.append(generation)
         if generation.status in ("succeeded", "unchanged"):
-            jobs.announce(site_id, app)
+            try:
+                jobs.announce(site_id, app)
+            except Exception:  # planned again after the next generation; other sites go on
+                log.exception("announcements of site %s could not be planned", site_id)
     return generations
 
 
@@ -98,9 +109,12 @@ class SiteStatus:
 def status(session: Session) -> list[SiteStatus]:
     """Each site's schedule, next run, whether changes wait, who runs it now, its last run."""
     found = []
+    now = utcnow()
     for site in session.scalars(select(Site).order_by(Site.id)):
+        running = site.run_owner if site.run_owner and site.run_lease_until \
+            and site.run_lease_until > now and not runs.gone(site.run_owner) else None
         last = session.scalar(select(Generation).where(Generation.site_id == site.id)
                               .order_by(Generation.id.desc()).limit(1))
         found.append(SiteStatus(site.slug, site.schedule, site.timezone, site.next_run_at,
-                                site.change_seq > site.generated_seq, site.run_owner, last))
+                                site.change_seq > site.generated_seq, running, last))
     return found

@@ -13,6 +13,7 @@ from webapp.errors import InvalidValue
 
 DEFAULT_SCHEDULE = "every 6h"
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+MAX_INTERVAL = 365 * 86400
 _EVERY = re.compile(r"every\s+(\d+)\s*([smhd])")
 
 
@@ -26,12 +27,34 @@ def check_timezone(value: str) -> str:
     return value
 
 
+_WEEKDAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+
+def _cron_weekdays(field: str) -> str:
+    """Cron's weekday numbers (0 or 7 Sunday, 1 Monday) as names: APScheduler 3 reads numbers
+    with 0 as Monday, so `1-5` would otherwise mean Tuesday to Saturday."""
+    def name(match: re.Match) -> str:
+        number = int(match.group())
+        if number > 7:
+            raise ValueError(f"weekday {number} is not 0 to 7")
+        return _WEEKDAYS[number]
+
+    return re.sub(r"(?<![/\d])\d+", name, field)  # a step (*/2) stays a number
+
+
 def _cron(expression: str, timezone: str) -> CronTrigger:
+    fields = expression.split()
+    if len(fields) != 5:
+        raise InvalidValue("schedule", f"cron:{expression}", "is not a cron expression: it "
+                           f"needs five fields (minute hour day month weekday), not {len(fields)}")
     try:
-        return CronTrigger.from_crontab(expression, timezone=ZoneInfo(timezone))
+        minute, hour, day, month, weekday = fields
+        return CronTrigger(minute=minute, hour=hour, day=day, month=month,
+                           day_of_week=_cron_weekdays(weekday), timezone=ZoneInfo(timezone))
     except ValueError as exc:
+        reason = str(exc) or "it needs five fields"
         raise InvalidValue("schedule", f"cron:{expression}", f"is not a cron expression "
-                           f"(minute hour day month weekday): {exc}") from None
+                           f"(minute hour day month weekday): {reason}") from None
 
 
 def check_schedule(value: str) -> str:
@@ -41,8 +64,9 @@ def check_schedule(value: str) -> str:
         return text
     every = _EVERY.fullmatch(text)
     if every:
-        if int(every.group(1)) == 0:
-            raise InvalidValue("schedule", value, "must be a positive interval")
+        seconds = int(every.group(1)) * UNITS[every.group(2)]
+        if not 1 <= seconds <= MAX_INTERVAL:
+            raise InvalidValue("schedule", value, "must be an interval from 1 second to 365 days")
         return f"every {int(every.group(1))}{every.group(2)}"
     if text.startswith("cron:"):
         expression = text.removeprefix("cron:").strip()

@@ -28,15 +28,8 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column('run_lease_until', sa.DateTime(timezone=True), nullable=True))
     # What exists now counts as generated: only later changes trigger a run.
     op.execute("UPDATE sites SET generated_seq = change_seq")
-    # A ping address is a template with the encoded sitemap URL in it: longer than a URL.
-    with op.batch_alter_table('deliveries', schema=None) as batch_op:
-        batch_op.alter_column('target', existing_type=sa.String(length=2048), type_=sa.Text(),
-                              existing_nullable=True)
 
 def downgrade() -> None:
-    with op.batch_alter_table('deliveries', schema=None) as batch_op:
-        batch_op.alter_column('target', existing_type=sa.Text(), type_=sa.String(length=2048),
-                              existing_nullable=True)
     with op.batch_alter_table('sites', schema=None) as batch_op:
         batch_op.drop_column('run_lease_until')
         batch_op.drop_column('run_owner')

@@ -33,13 +33,19 @@ def scheduler_run(once):
     logging.getLogger("apscheduler").setLevel(logging.WARNING)  # not a line per tick
     runner = BlockingScheduler(timezone="UTC")
     scheduler.add_jobs(runner, app)
-    signal.signal(signal.SIGTERM, lambda *_: runner.shutdown(wait=False))
+
+    def stop(signum, frame) -> None:
+        # Runs in the main thread: wait here for the job in hand, so the process does not
+        # begin shutting down under it.
+        click.echo("stopping: finishing the work in hand", err=True)
+        if runner.running:
+            runner.shutdown(wait=True)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     click.echo(f"scheduler running, checking every {app.config['SCHEDULER_TICK_SECONDS']} s; "
                "Ctrl-C stops it", err=True)
-    try:
-        runner.start()
-    except (KeyboardInterrupt, SystemExit):
-        pass
+    runner.start()
     click.echo("scheduler stopped", err=True)
 
 
