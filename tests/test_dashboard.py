@@ -1,0 +1,407 @@
+"""The browser dashboard through Flask's test client: sign-in, roles on every route, CSRF, and
+what each page shows and changes."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import re
+import time
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import func, select
+
+from tests.builders import make_site, make_urls
+from webapp import jobs
+from webapp.models import Delivery, Generation, Site, Url, User, utcnow
+from webapp.urls import save_url
+from webapp.users import create_user
+
+PASSWORD = "correct horse"
+
+
+@pytest.fixture
+def session(app):
+    """A session outside any app context: each test-client request then gets its own, as in
+    production (a shared context would share Flask-Login's cached user between clients)."""
+    with app.extensions["db_sessionmaker"]() as session:
+        yield session
+
+
+def token(client, path="/sign-in") -> str:
+    return re.search(r'name="csrf_token" value="([^"]+)"', client.get(path).text).group(1)
+
+
+def sign_in(client, email, password=PASSWORD):
+    return client.post("/sign-in", data={"email": email, "password": password,
+                                         "csrf_token": token(client)})
+
+
+@pytest.fixture
+def as_role(app, session):
+    """A test client signed in with an account of the given role."""
+
+    def signed_in(role: str):
+        email = f"{role}@example.com"
+        if session.scalar(select(User.id).where(User.email == email)) is None:
+            create_user(session, email, PASSWORD, role)
+            session.commit()
+        client = app.test_client()
+        assert sign_in(client, email).status_code == 302
+        client.csrf = token(client, "/")
+        return client
+
+    return signed_in
+
+
+@pytest.fixture
+def shop(session):
+    site = make_site(session)
+    make_urls(session, site, 3, lastmod="2026-01-01")
+    return site
+
+
+def post(client, path, **data):
+    return client.post(path, data={"csrf_token": client.csrf, **data})
+
+
+def wait_for_task(client, location) -> dict:
+    for _ in range(200):
+        state = client.get(location + ".json").json
+        if state["status"] != "running":
+            return state
+        time.sleep(0.05)
+    raise AssertionError(f"task {location} still running")
+
+
+# Access
+
+PAGES = ["/", "/sites/shop", "/sites/shop/urls", "/sites/shop/import", "/sites/shop/generations",
+         "/sites/shop/announcements", "/sites/shop/settings", "/sites/shop/urls.csv",
+         "/sites/shop/urls/1"]
+EDITOR_PAGES = ["/sites/new", "/sites/shop/delete"]
+EDITOR_POSTS = ["/sites/new", "/sites/shop/settings", "/sites/shop/delete", "/sites/shop/regenerate",
+                "/sites/shop/notify", "/sites/shop/preflight", "/sites/shop/rotate-key",
+                "/sites/shop/urls", "/sites/shop/urls/1", "/sites/shop/urls/delete",
+                "/sites/shop/import", "/sites/shop/generations/1/rollback",
+                "/sites/shop/announcements/1/retry"]
+ADMIN_ROUTES = [("GET", "/users"), ("POST", "/users"), ("POST", "/users/1"),
+                ("POST", "/users/1/delete")]
+
+
+@pytest.mark.parametrize("path", PAGES + EDITOR_PAGES + ["/users", "/tasks/" + "0" * 32])
+def test_every_page_asks_for_sign_in(client, shop, path):
+    answer = client.get(path)
+    assert answer.status_code == 302 and answer.headers["Location"].startswith("/sign-in?next=")
+
+
+def test_every_form_post_needs_the_csrf_token(as_role, shop):
+    editor = as_role("admin")
+    for path in EDITOR_POSTS + [path for method, path in ADMIN_ROUTES if method == "POST"]:
+        answer = editor.post(path, data={"name": "x"})
+        assert answer.status_code == 400, path
+        assert "CSRF" in answer.text
+
+
+def test_a_viewer_reads_every_page_and_changes_nothing(as_role, shop, session):
+    viewer = as_role("viewer")
+    for path in PAGES:
+        assert viewer.get(path).status_code == 200, path
+    for path in EDITOR_PAGES:
+        assert viewer.get(path).status_code == 403, path
+    for path in EDITOR_POSTS:
+        answer = post(viewer, path, name="x", confirm="shop", loc=f"{shop.base_url}new")
+        assert answer.status_code == 403, path
+        assert "needs the editor role" in answer.text
+    for method, path in ADMIN_ROUTES:
+        assert viewer.open(path, method=method, data={"csrf_token": viewer.csrf}).status_code == 403
+    session.expire_all()
+    assert session.scalar(select(func.count()).select_from(Url)) == 3
+    assert session.scalar(select(func.count()).select_from(Site)) == 1
+    page = viewer.get("/sites/shop").text
+    assert "Regenerate now" not in page and "New site" not in viewer.get("/").text
+
+
+def test_an_editor_may_not_manage_accounts(as_role, shop):
+    editor = as_role("editor")
+    for method, path in ADMIN_ROUTES:
+        assert editor.open(path, method=method, data={"csrf_token": editor.csrf}).status_code == 403
+    assert "Users" not in editor.get("/").text
+
+
+def test_sign_in_pauses_after_repeated_failures(client, session):
+    create_user(session, "ann@example.com", PASSWORD, "editor")
+    session.commit()
+    for _ in range(5):
+        answer = sign_in(client, "ann@example.com", "wrong password")
+        assert answer.status_code == 401 and "Wrong e-mail address or password" in answer.text
+    answer = sign_in(client, "ann@example.com", PASSWORD)  # the right one, but paused now
+    assert answer.status_code == 401 and "Too many failed sign-ins" in answer.text
+    user = session.scalar(select(User).where(User.email == "ann@example.com"))
+    session.refresh(user)
+    assert user.locked_until > utcnow() + timedelta(seconds=50)
+    user.locked_until = utcnow() - timedelta(seconds=1)
+    session.commit()
+    assert sign_in(client, "ann@example.com", PASSWORD).status_code == 302
+
+
+def test_unknown_accounts_get_the_same_answer(client):
+    answer = sign_in(client, "nobody@example.com", "whatever1")
+    assert answer.status_code == 401 and "Wrong e-mail address or password" in answer.text
+
+
+def test_sign_in_returns_to_the_page_asked_for_but_never_to_another_host(client, session, shop):
+    create_user(session, "ann@example.com", PASSWORD, "viewer")
+    session.commit()
+    data = {"email": "ann@example.com", "password": PASSWORD, "csrf_token": token(client)}
+    answer = client.post("/sign-in?next=/sites/shop", data=data)
+    assert answer.headers["Location"] == "/sites/shop"
+    other = client.application.test_client()
+    data["csrf_token"] = token(other)
+    answer = other.post("/sign-in?next=//evil.example/", data=data)
+    assert answer.headers["Location"] == "/"
+
+
+def test_a_new_password_signs_out_other_sessions(as_role, app, session):
+    admin = as_role("admin")
+    user = session.scalar(select(User).where(User.email == "admin@example.com"))
+    assert post(admin, f"/users/{user.id}", password="another secret").status_code == 302
+    assert admin.get("/").status_code == 302  # this session's token no longer matches
+
+
+def test_pages_carry_security_headers_and_cookie_flags(as_role, client):
+    answer = client.get("/sign-in")
+    assert "frame-ancestors 'none'" in answer.headers["Content-Security-Policy"]
+    assert answer.headers["X-Content-Type-Options"] == "nosniff"
+    assert answer.headers["X-Frame-Options"] == "DENY"
+    cookie = answer.headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie
+    assert as_role("viewer").get("/").headers["Cache-Control"] == "no-store"
+
+
+# Sites
+
+def test_an_editor_creates_edits_and_deletes_a_site(as_role, session, app):
+    editor = as_role("editor")
+    answer = post(editor, "/sites/new", name="Blog", base_url="ftp://blog.example.com/")
+    assert answer.status_code == 422 and "http" in answer.text and 'aria-invalid="true"' in answer.text
+    answer = post(editor, "/sites/new", name="Blog", base_url="https://blog.example.com/")
+    assert answer.headers["Location"] == "/sites/blog"
+    settings = editor.get("/sites/blog/settings").text
+    for name in ("schedule", "indexnow_enabled", "ping_urls", "robots_txt", "gsc_credentials"):
+        assert f'name="{name}"' in settings
+    answer = post(editor, "/sites/blog/settings", schedule="often")
+    assert answer.status_code == 422 and "schedule &#39;often&#39;" in answer.text
+    answer = post(editor, "/sites/blog/settings", schedule="every 2h", default_priority="0.4")
+    assert answer.status_code == 302
+    site = session.scalar(select(Site).where(Site.slug == "blog"))
+    assert (site.schedule, site.default_priority) == ("every 2h", 0.4)
+    old_key = site.indexnow_key
+    post(editor, "/sites/blog/rotate-key")
+    session.refresh(site)
+    assert site.indexnow_key != old_key
+    assert post(editor, "/sites/blog/delete", confirm="wrong").headers["Location"].endswith(
+        "/sites/blog/delete")
+    assert post(editor, "/sites/blog/delete", confirm="blog").headers["Location"] == "/"
+    session.expire_all()
+    assert session.scalar(select(Site).where(Site.slug == "blog")) is None
+
+
+def test_the_sites_page_shows_counts_runs_and_announcements(as_role, app, session, shop):
+    jobs.regenerate(shop.id, app)
+    session.add(Delivery(site_id=shop.id, engine="indexnow", status="failed", attempts=1,
+                         attempt_limit=4, url_count=3))
+    session.commit()
+    page = as_role("viewer").get("/").text
+    assert "Shop" in page and ">3</td>" in page and "succeeded" in page
+    assert "indexnow</span> <span class=\"status s-failed\">failed" in page
+
+
+def test_regenerate_now_runs_in_the_background_and_reports_progress(as_role, app, session, shop):
+    editor = as_role("editor")
+    answer = post(editor, "/sites/shop/regenerate")
+    location = answer.headers["Location"]
+    assert location.startswith("/tasks/")
+    assert 'data-task="' in editor.get(location).text
+    state = wait_for_task(editor, location)
+    assert state["status"] == "done" and "succeeded, 3 URLs" in state["message"]
+    assert (state["done"], state["total"]) == (3, 3)
+    assert session.scalar(select(Generation.status)) == "succeeded"
+
+
+def test_health_warnings_name_what_to_fix(as_role, session):
+    site = make_site(session)
+    make_urls(session, site, 12, lastmod="2026-01-01", priority=0.9)
+    save_url(session, site, f"{site.base_url}future", {"lastmod": "2999-01-01"})
+    session.commit()
+    page = as_role("viewer").get("/sites/shop").text
+    assert "Every URL has a high priority" not in page  # the future one has none
+    assert "1 URLs have a lastmod in the future" in page
+    assert "12 of 13 URLs share the lastmod 2026-01-01" in page
+
+
+# URLs
+
+def test_the_url_list_pages_by_keyset_and_searches_by_path(as_role, session):
+    site = make_site(session)
+    make_urls(session, site, 120)
+    viewer = as_role("viewer")
+    first = viewer.get("/sites/shop/urls").text
+    shown = re.findall(r'/urls/\d+">([^<]+)</a>', first)
+    assert len(shown) == 50 and shown == sorted(shown)
+    next_link = re.search(r'href="([^"]+)" rel="next"', first).group(1).replace("&amp;", "&")
+    second = re.findall(r'/urls/\d+">([^<]+)</a>', viewer.get(next_link).text)
+    assert second[0] > shown[-1] and not set(second) & set(shown)
+    found = re.findall(r'/urls/\d+">([^<]+)</a>', viewer.get("/sites/shop/urls?q=/page/11").text)
+    assert found == [f"{site.base_url}page/11"] + [f"{site.base_url}page/11{n}" for n in range(10)]
+    newest = re.findall(r'/urls/\d+">([^<]+)</a>', viewer.get("/sites/shop/urls?sort=newest").text)
+    assert newest[0] == f"{site.base_url}page/119"
+
+
+def test_urls_are_added_edited_and_deleted_with_messages_by_field(as_role, session, shop):
+    editor = as_role("editor")
+    answer = post(editor, "/sites/shop/urls", loc=f"{shop.base_url}new", lastmod="yesterday")
+    assert answer.status_code == 422 and "lastmod &#39;yesterday&#39;" in answer.text
+    assert 'id="e-lastmod"' in answer.text
+    assert post(editor, "/sites/shop/urls", loc=f"{shop.base_url}new", lastmod="2026-02-02",
+                priority="0.7").status_code == 302
+    url = session.scalar(select(Url).where(Url.loc == f"{shop.base_url}new"))
+    answer = post(editor, f"/sites/shop/urls/{url.id}", lastmod="2026-03-03", priority="2")
+    assert answer.status_code == 422 and "priority" in answer.text
+    answer = post(editor, f"/sites/shop/urls/{url.id}", lastmod="2026-03-03",
+                  images=f"{shop.base_url}a.jpg", alternates=f"en={url.loc}\nde={shop.base_url}de")
+    assert answer.status_code == 302
+    session.refresh(url)
+    assert url.lastmod == "2026-03-03" and [i.loc for i in url.images] == [f"{shop.base_url}a.jpg"]
+    ids = session.scalars(select(Url.id).where(Url.site_id == shop.id)).all()
+    editor.post("/sites/shop/urls/delete", data={"csrf_token": editor.csrf, "id": ids[:2]})
+    session.expire_all()
+    assert session.scalar(select(func.count()).select_from(Url).where(
+        Url.deleted_at.is_not(None))) == 2
+    assert "(deleted)" in editor.get("/sites/shop/urls?status=deleted").text
+
+
+def test_a_url_of_another_site_is_not_found(as_role, session, shop):
+    other = make_site(session, name="Blog", base_url="https://blog.example.com/")
+    make_urls(session, other, 1)
+    url_id = session.scalar(select(Url.id).where(Url.site_id == other.id))
+    assert as_role("viewer").get(f"/sites/shop/urls/{url_id}").status_code == 404
+
+
+def test_export_is_a_csv_the_import_reads_back(as_role, shop):
+    answer = as_role("viewer").get("/sites/shop/urls.csv")
+    assert answer.mimetype == "text/csv"
+    lines = answer.text.splitlines()
+    assert lines[0] == "loc,lastmod,changefreq,priority"
+    assert lines[1] == f"{shop.base_url}page/0,2026-01-01,,"
+    assert len(lines) == 4
+
+
+def test_import_of_a_pasted_list_reports_rejections(as_role, session, shop):
+    editor = as_role("editor")
+    answer = post(editor, "/sites/shop/import",
+                  pasted=f"{shop.base_url}one\nhttps://elsewhere.example/x\n{shop.base_url}two")
+    state = wait_for_task(editor, answer.headers["Location"])
+    assert state["status"] == "done"
+    assert state["message"].startswith("added 2, updated 0")
+    assert "line 2: loc 'https://elsewhere.example/x': is outside the site" in state["message"]
+
+
+def test_import_of_an_uploaded_csv_file(as_role, session, shop):
+    editor = as_role("editor")
+    data = {"csrf_token": editor.csrf, "file": (io.BytesIO(
+        f"loc,lastmod\n{shop.base_url}csv-1,2026-04-04\n".encode()), "urls.csv")}
+    answer = editor.post("/sites/shop/import", data=data, content_type="multipart/form-data")
+    assert wait_for_task(editor, answer.headers["Location"])["message"].startswith("added 1")
+    assert session.scalar(select(Url.lastmod).where(Url.loc == f"{shop.base_url}csv-1")) == \
+        "2026-04-04"
+
+
+def test_import_of_a_sitemap_index_fetched_from_a_url(as_role, session, engine):
+    base = engine.url_for("/")
+    make_site(session, base_url=base)
+    ns = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+    engine.expect_request("/sitemap.xml").respond_with_data(
+        f'\ufeff<?xml version="1.0"?>\n<sitemapindex {ns}>\n  <sitemap><loc> {base}part-1.xml.gz '
+        f'</loc></sitemap>\n</sitemapindex>')
+    engine.expect_request("/part-1.xml.gz").respond_with_data(gzip.compress(
+        f'<urlset {ns} xmlns:image="http://www.google.com/schemas/sitemap-image/1.1"><url>'
+        f'<loc>{base}a</loc><lastmod>2026-05-05</lastmod><image:image><image:loc>{base}i.jpg'
+        f'</image:loc></image:image></url><url><loc>\n {base}b\n</loc></url></urlset>'.encode()))
+    editor = as_role("editor")
+    answer = post(editor, "/sites/shop/import", sitemap_url=base + "sitemap.xml")
+    state = wait_for_task(editor, answer.headers["Location"])
+    assert state["status"] == "done" and state["message"].startswith("added 2"), state
+    assert session.scalar(select(Url.lastmod).where(Url.loc == f"{base}a")) == "2026-05-05"
+
+
+def test_a_malformed_sitemap_is_refused_whole(as_role, session, shop):
+    editor = as_role("editor")
+    data = {"csrf_token": editor.csrf, "file": (io.BytesIO(
+        b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>'
+        + f"{shop.base_url}ok".encode() + b"</loc></url><url><loc>broken"), "sitemap.xml")}
+    answer = editor.post("/sites/shop/import", data=data, content_type="multipart/form-data")
+    state = wait_for_task(editor, answer.headers["Location"])
+    assert state["status"] == "failed" and "not well-formed XML" in state["message"]
+    assert session.scalar(select(func.count()).select_from(Url)) == 3
+
+
+def test_an_import_with_nothing_to_import_says_so(as_role, shop):
+    answer = post(as_role("editor"), "/sites/shop/import")
+    assert answer.status_code == 422 and "choose a file" in answer.text
+
+
+# History and announcements
+
+def test_generations_show_the_diff_and_roll_back(as_role, app, session, shop):
+    first = jobs.regenerate(shop.id, app)
+    save_url(session, shop, f"{shop.base_url}added")
+    session.commit()
+    second = jobs.regenerate(shop.id, app)
+    editor = as_role("editor")
+    page = editor.get(f"/sites/shop/generations/{second.id}").text
+    assert "1 added, 0 removed, 0 changed" in page and f"{shop.base_url}added" in page
+    assert "Roll back to this" in editor.get("/sites/shop/generations").text
+    answer = post(editor, f"/sites/shop/generations/{first.id}/rollback")
+    assert answer.status_code == 302
+    rolled = session.scalar(select(Generation).order_by(Generation.id.desc()).limit(1))
+    assert rolled.rollback_of == first.id
+
+
+def test_the_ledger_explains_statuses_and_retries(as_role, session, shop, engine):
+    shop.indexnow_endpoint = engine.url_for("/indexnow")
+    shop.indexnow_enabled = True
+    delivery = Delivery(site_id=shop.id, engine="indexnow", status="failed", attempts=1,
+                        attempt_limit=4, url_count=1, urls=f"{shop.base_url}page/0",
+                        http_status=403, outcome="403 Forbidden: the key is not valid")
+    session.add(delivery)
+    session.commit()
+    engine.expect_request("/indexnow").respond_with_data("", status=200)
+    editor = as_role("editor")
+    page = editor.get("/sites/shop/announcements").text
+    assert "403 Forbidden: the key is not valid" in page and "keep the key file online" in page
+    answer = post(editor, f"/sites/shop/announcements/{delivery.id}/retry")
+    assert "delivered" in editor.get(answer.headers["Location"]).text
+    session.refresh(delivery)
+    assert (delivery.status, delivery.attempts) == ("delivered", 2)
+
+
+# Users
+
+def test_admins_manage_accounts_and_keep_one_admin(as_role, session):
+    admin = as_role("admin")
+    answer = post(admin, "/users", email="not an address", password="long enough", role="viewer")
+    assert answer.status_code == 422 and "email" in answer.text
+    assert post(admin, "/users", email="bob@example.com", password="long enough",
+                role="editor").status_code == 302
+    bob = session.scalar(select(User).where(User.email == "bob@example.com"))
+    post(admin, f"/users/{bob.id}", role="viewer")
+    session.refresh(bob)
+    assert bob.role == "viewer"
+    me = session.scalar(select(User).where(User.email == "admin@example.com"))
+    answer = post(admin, f"/users/{me.id}", role="viewer")
+    assert "the last admin cannot stop being one" in admin.get(answer.headers["Location"]).text
+    post(admin, f"/users/{bob.id}/delete")
+    session.expire_all()
+    assert session.scalar(select(User).where(User.email == "bob@example.com")) is None
