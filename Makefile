@@ -33,6 +33,7 @@ test: install
 bench: install
 	$(BIN)/python bench/generate.py --urls 100000 1000000
 	$(BIN)/python bench/import.py --urls 1000000
+	$(BIN)/python bench/dashboard.py --urls 1000000
 	command -v nginx >/dev/null && command -v wrk >/dev/null || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light wrk)
 	$(BIN)/python bench/serve.py

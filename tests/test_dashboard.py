@@ -405,3 +405,18 @@ def test_admins_manage_accounts_and_keep_one_admin(as_role, session):
     post(admin, f"/users/{bob.id}/delete")
     session.expire_all()
     assert session.scalar(select(User).where(User.email == "bob@example.com")) is None
+
+
+def test_the_lastmod_order_pages_without_gaps_or_repeats(as_role, session):
+    site = make_site(session)
+    for n in range(60):
+        save_url(session, site, f"{site.base_url}p/{n}", {"lastmod": f"2026-01-{1 + n % 3:02d}"})
+    session.commit()
+    viewer = as_role("viewer")
+    page = viewer.get("/sites/shop/urls?sort=lastmod").text
+    first = re.findall(r'/urls/\d+">([^<]+)</a>', page)
+    next_link = re.search(r'href="([^"]+)" rel="next"', page).group(1).replace("&amp;", "&")
+    second = re.findall(r'/urls/\d+">([^<]+)</a>', viewer.get(next_link).text)
+    assert len(first) == 50 and len(second) == 10
+    assert sorted(first + second) == sorted(f"{site.base_url}p/{n}" for n in range(60))
+    assert all(f"{site.base_url}p/{n}" in first for n in range(2, 60, 3))  # newest day first

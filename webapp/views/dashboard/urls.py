@@ -19,7 +19,7 @@ from flask import (
     stream_with_context,
     url_for,
 )
-from sqlalchemy import and_, or_, select
+from sqlalchemy import select, tuple_
 
 from webapp import tasks
 from webapp.auth import demand, require
@@ -62,8 +62,9 @@ def _query(site, args):
         query = query.where(Url.lastmod.is_not(None))
         lastmod, _, last_id = after.rpartition("|")
         if last_id.isdigit():
-            query = query.where(or_(Url.lastmod < lastmod,
-                                    and_(Url.lastmod == lastmod, Url.id < int(last_id))))
+            # A row-value comparison, which both databases answer from the (site, lastmod, id)
+            # index; the same condition written with OR made SQLite scan.
+            query = query.where(tuple_(Url.lastmod, Url.id) < tuple_(lastmod, int(last_id)))
         query = query.order_by(Url.lastmod.desc(), Url.id.desc())
     else:
         if after:

@@ -1,0 +1,122 @@
+"""End to end in a real browser: Playwright driving Debian's Chromium against the app served on
+127.0.0.1, with the fake search engine beside it. Screenshots of the main pages are saved
+under test-artifacts/ (looked at by a person; the assertions are on the page text)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+from werkzeug.serving import make_server
+
+from webapp.users import create_user
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                                reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)")
+
+
+@pytest.fixture
+def server(app):
+    if not app.config["DATABASE_URL"].startswith("sqlite"):
+        pytest.skip("the browser path is the same on both databases; it runs on SQLite")
+    httpd = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_port}"
+    httpd.shutdown()
+    thread.join()
+
+
+@pytest.fixture
+def page():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        context = browser.new_context(viewport={"width": 1200, "height": 900})
+        yield context.new_page()
+        context.close()
+        browser.close()
+
+
+def shot(page, name):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def test_a_site_owner_goes_from_sign_in_to_the_ledger(app, session, server, page, engine,
+                                                      tmp_path):
+    create_user(session, "owner@example.com", "correct horse", "admin")
+    session.commit()
+    engine.expect_request("/indexnow").respond_with_data("", status=200)
+    site_url = engine.url_for("/")
+
+    page.goto(f"{server}/")
+    page.get_by_label("E-mail address").fill("owner@example.com")
+    page.get_by_label("Password").fill("correct horse")
+    shot(page, "01-sign-in")
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("link", name="New site").click()
+
+    page.get_by_label("Name").fill("Shop")
+    page.get_by_label("Base URL").fill(site_url)
+    page.get_by_role("button", name="Create").click()
+    assert page.get_by_role("heading", name="Shop").is_visible()
+
+    page.get_by_role("link", name="Settings").click()
+    page.get_by_label("Indexnow enabled").fill("on")
+    page.get_by_label("Indexnow endpoint").fill(engine.url_for("/indexnow"))
+    page.get_by_label("Change delay").fill("0")
+    page.get_by_role("button", name="Save").click()
+    assert page.get_by_text("Saved.").is_visible()
+    shot(page, "02-settings")
+
+    page.get_by_role("link", name="URLs").click()
+    page.get_by_text("Add a URL").click()
+    page.get_by_label("URL", exact=True).fill(f"{site_url}first")
+    page.get_by_label("Last modified").fill("not a date")
+    page.get_by_role("button", name="Add").click()
+    assert page.locator("#e-lastmod").inner_text().startswith("lastmod 'not a date'")
+    page.get_by_label("Last modified").fill("2026-05-01")
+    page.get_by_role("button", name="Add").click()
+    assert page.get_by_text(f"Added {site_url}first.").is_visible()
+
+    page.get_by_role("link", name="Import").click()
+    page.get_by_label("URLs, one per line").fill(
+        "\n".join(f"{site_url}imported/{n}" for n in range(25)))
+    page.get_by_role("button", name="Import").click()
+    page.get_by_text("Done.").wait_for()
+    assert "added 25" in page.locator("#task-message").inner_text()
+
+    page.get_by_role("link", name="Back to the site").click()
+    page.get_by_role("button", name="Regenerate now").click()
+    page.get_by_text("Done.").wait_for()
+    message = page.locator("#task-message").inner_text()
+    assert "succeeded, 26 URLs" in message and "1 announcements planned" in message
+    shot(page, "03-regenerate-progress")
+
+    page.get_by_role("link", name="Back to the site").click()
+    shot(page, "04-site-overview")
+    page.get_by_role("link", name="view the published sitemap").click()
+    assert page.get_by_text(f"{site_url}first").is_visible()
+    shot(page, "05-published-sitemap")
+    page.go_back()
+
+    page.get_by_role("link", name="Announcements").click()
+    row = page.locator("tbody tr").first
+    assert "delivered" in row.inner_text() and "26 URLs" in row.inner_text()
+    shot(page, "06-announcements")
+    assert sorted(engine.log[0][0].get_json()["urlList"]) == sorted(
+        [f"{site_url}first"] + [f"{site_url}imported/{n}" for n in range(25)])
+
+    page.get_by_role("link", name="URLs").click()
+    shot(page, "07-urls")
+    page.get_by_role("link", name="Sites").click()
+    assert "26" in page.locator("tbody tr").first.inner_text()
+    shot(page, "08-sites")
