@@ -420,3 +420,11 @@ def test_the_lastmod_order_pages_without_gaps_or_repeats(as_role, session):
     assert len(first) == 50 and len(second) == 10
     assert sorted(first + second) == sorted(f"{site.base_url}p/{n}" for n in range(60))
     assert all(f"{site.base_url}p/{n}" in first for n in range(2, 60, 3))  # newest day first
+
+
+def test_rows_rejected_by_the_last_import_show_in_the_sites_health(as_role, shop):
+    editor = as_role("editor")
+    answer = post(editor, "/sites/shop/import", pasted="https://elsewhere.example/x")
+    wait_for_task(editor, answer.headers["Location"])
+    page = editor.get("/sites/shop").text
+    assert "The last import rejected 1 rows" in page and "is outside the site" in page

@@ -120,3 +120,8 @@ def test_a_site_owner_goes_from_sign_in_to_the_ledger(app, session, server, page
     page.get_by_role("link", name="Sites").click()
     assert "26" in page.locator("tbody tr").first.inner_text()
     shot(page, "08-sites")
+
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone
+    page.get_by_role("link", name="Shop").click()
+    assert page.get_by_role("button", name="Regenerate now").is_visible()
+    shot(page, "09-phone-site")

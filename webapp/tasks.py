@@ -52,6 +52,7 @@ def start(app: Flask, kind: str, site: str, work: Callable[[Progress], str]) -> 
     """Run `work(progress)` in the background; its return value is the task's closing message."""
     global _pool
     task_id = uuid.uuid4().hex
+    _prune(_folder(app))
     progress = Progress(_folder(app) / f"{task_id}.json", {
         "id": task_id, "kind": kind, "site": site, "status": "running", "done": 0,
         "total": None, "message": "", "pid": os.getpid(), "started": time.time()})
@@ -86,6 +87,31 @@ def read(app: Flask, task_id: str) -> dict | None:
     if state["status"] == "running" and not _alive(state["pid"]):
         state.update(status="failed", message="the server process running it stopped")
     return state
+
+
+def latest(app: Flask, kind: str, site: str) -> dict | None:
+    """The newest finished task of this kind for this site (for the site's health)."""
+    found = None
+    for path in _folder(app).glob("*.json"):
+        try:
+            state = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if state.get("kind") == kind and state.get("site") == site \
+                and state.get("status") != "running" \
+                and (found is None or state["started"] > found["started"]):
+            found = state
+    return found
+
+
+def _prune(folder: Path, older_than: float = 7 * 86400) -> None:
+    cutoff = time.time() - older_than
+    for path in folder.glob("*.json"):
+        try:
+            if path.stat().st_mtime < cutoff:
+                path.unlink()
+        except OSError:
+            pass
 
 
 def _alive(pid: int) -> bool:

@@ -92,10 +92,16 @@ def site(slug):
     live = session.scalar(select(func.count()).select_from(Url).where(
         Url.site_id == site.id, Url.deleted_at.is_(None)))
     counted = [run for run in reversed(runs) if run.status in ("succeeded", "unchanged")]
+    warnings = health.warnings(session, site)
+    last_import = tasks.latest(current_app, "import", site.slug)
+    if last_import and last_import.get("rejected"):
+        warnings.append(health.Warning(
+            f"The last import rejected {last_import['rejected']} rows",
+            last_import["message"].split("\n", 1)[-1][:2000]))
     return render_template("dashboard/site.html", site=site, runs=runs[:5], live=live,
                            chart=_line_chart([run.url_count for run in counted]),
                            chart_runs=counted, outcomes=outcomes,
-                           warnings=health.warnings(session, site),
+                           warnings=warnings,
                            scope_note=check_site_scope(site.base_url, site.sitemap_url),
                            published=get_store(current_app).current_generation(site.storage_key))
 

@@ -211,6 +211,7 @@ def urls_import(slug):
                 session.commit()
         finally:
             path.unlink(missing_ok=True)
+        progress.state["rejected"] = report.rejected  # the site's health shows it
         lines = [report.summary()] + [f"line {line}: {reason}"
                                       for line, reason in report.rejections]
         return "\n".join(lines)
