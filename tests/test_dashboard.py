@@ -8,6 +8,7 @@ import io
 import re
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
@@ -428,3 +429,39 @@ def test_rows_rejected_by_the_last_import_show_in_the_sites_health(as_role, shop
     wait_for_task(editor, answer.headers["Location"])
     page = editor.get("/sites/shop").text
     assert "The last import rejected 1 rows" in page and "is outside the site" in page
+
+
+@pytest.mark.parametrize("path", [
+    "/sites/shop/urls?sort=newest&after=99999999999999999999999",
+    "/sites/shop/urls?sort=newest&after=%C2%B2",
+    "/sites/shop/urls?sort=lastmod&after=x|99999999999999999999999",
+    "/sites/shop/urls?slug=x&_external=1&_anchor=y",
+    "/sites/shop/urls/99999999999999999999999",
+    "/sites/shop/generations/99999999999999999999999",
+])
+def test_odd_addresses_get_a_page_or_a_404_never_a_500(as_role, session, path):
+    site = make_site(session)
+    make_urls(session, site, 60)
+    answer = as_role("viewer").get(path)
+    assert answer.status_code in (200, 404)
+    if "_anchor" in path:
+        assert "_external" not in answer.text and "#y" not in answer.text
+
+
+@pytest.mark.parametrize("address, words", [
+    ("http://[::1", "sitemap_url"), ("http://127.0.0.1:1/sitemap.xml", "the site&#39;s host"),
+    ("https://shop.example.com:99999/x", "sitemap_url"),
+])
+def test_an_import_address_off_the_sites_host_is_refused_and_leaves_nothing(as_role, app, shop,
+                                                                             address, words):
+    answer = post(as_role("editor"), "/sites/shop/import", sitemap_url=address)
+    assert answer.status_code == 422 and words in answer.text
+    uploads = Path(app.config["INSTANCE_PATH"]) / "uploads"
+    assert not list(uploads.glob("*")) if uploads.exists() else True
+
+
+def test_bulk_delete_ignores_ids_that_are_not_ids(as_role, session, shop):
+    editor = as_role("editor")
+    answer = editor.post("/sites/shop/urls/delete", data={
+        "csrf_token": editor.csrf, "id": ["²", "99999999999999999999999", "x"]})
+    assert answer.status_code == 302

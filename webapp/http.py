@@ -6,6 +6,7 @@ from flask import Flask, Response, render_template, request
 from flask_wtf.csrf import CSRFProtect
 from werkzeug.exceptions import HTTPException, InternalServerError
 from werkzeug.middleware.proxy_fix import ProxyFix
+from werkzeug.routing import BaseConverter
 
 from webapp.db import get_session
 
@@ -20,7 +21,20 @@ SECURITY_HEADERS = {
 }
 
 
+class IdConverter(BaseConverter):
+    """A row id in a path: digits that fit a 64-bit integer (longer ones are a 404, not a 500)."""
+
+    regex = r"\d{1,18}"
+
+    def to_python(self, value: str) -> int:
+        return int(value)
+
+    def to_url(self, value: int) -> str:
+        return str(value)
+
+
 def init_app(app: Flask) -> None:
+    app.url_map.converters["id"] = IdConverter
     proxies = app.config["PROXY_COUNT"]
     if proxies:
         # Only then are X-Forwarded-Proto/-Host/-For believed: anyone can send those headers.

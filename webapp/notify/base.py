@@ -112,7 +112,7 @@ def fetch(url: str, *, timeout: float, max_bytes: int) -> bytes:
                 if time.monotonic() > deadline:
                     raise DeliveryError(f"{url} took too long to download")
             return bytes(data)
-    except requests.RequestException as exc:
+    except (requests.RequestException, urllib3.exceptions.HTTPError, ValueError) as exc:
         raise DeliveryError(f"could not fetch {address(url)}: {_reason(exc)}") from None
 
 
@@ -122,7 +122,7 @@ def _timed_out(exc: requests.RequestException) -> bool:
         isinstance(arg, urllib3.exceptions.TimeoutError) for arg in exc.args)
 
 
-def _reason(exc: requests.RequestException) -> str:
+def _reason(exc: Exception) -> str:
     """The words that matter in urllib3's nested message: "Connection refused" and the like."""
     inner = exc.args[0] if exc.args else exc
     text = str(getattr(inner, "reason", inner))
@@ -131,8 +131,11 @@ def _reason(exc: requests.RequestException) -> str:
 
 def address(url: str) -> str:
     """host[:port] of a URL, without any user name or password in it."""
-    parts = urlsplit(url)
-    return f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
+    try:
+        parts = urlsplit(url)
+        return f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
+    except ValueError:
+        return "an address that cannot be read"
 
 
 def _read(response: requests.Response, deadline: float) -> str:

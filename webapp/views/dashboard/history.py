@@ -38,7 +38,7 @@ def generations(slug):
                            published=store.current_generation(site.storage_key))
 
 
-@bp.get("/sites/<slug>/generations/<int:generation_id>")
+@bp.get("/sites/<slug>/generations/<id:generation_id>")
 @require("viewer")
 def generation(slug, generation_id):
     site = load_site(slug)
@@ -57,7 +57,7 @@ def generation(slug, generation_id):
                            changes=changes, kept=new is not None)
 
 
-@bp.post("/sites/<slug>/generations/<int:generation_id>/rollback")
+@bp.post("/sites/<slug>/generations/<id:generation_id>/rollback")
 @require("editor")
 def generation_rollback(slug, generation_id):
     site = load_site(slug)
@@ -81,7 +81,7 @@ def announcements(slug):
                            statuses=STATUSES)
 
 
-@bp.post("/sites/<slug>/announcements/<int:delivery_id>/retry")
+@bp.post("/sites/<slug>/announcements/<id:delivery_id>/retry")
 @require("editor")
 def announcement_retry(slug, delivery_id):
     site = load_site(slug)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import csv
 import io
+import os
+import re
 import tempfile
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from flask import (
     Response,
@@ -55,22 +57,26 @@ def _query(site, args):
                             Url.loc.startswith(prefix, autoescape=True))
     after = args.get("after", "")
     if sort == "newest":
-        if after.isdigit():
-            query = query.where(Url.id < int(after))
+        if _row_id(after) is not None:
+            query = query.where(Url.id < _row_id(after))
         query = query.order_by(Url.id.desc())
     elif sort == "lastmod":
         query = query.where(Url.lastmod.is_not(None))
         lastmod, _, last_id = after.rpartition("|")
-        if last_id.isdigit():
+        if _row_id(last_id) is not None:
             # A row-value comparison, which both databases answer from the (site, lastmod, id)
             # index; the same condition written with OR made SQLite scan.
-            query = query.where(tuple_(Url.lastmod, Url.id) < tuple_(lastmod, int(last_id)))
+            query = query.where(tuple_(Url.lastmod, Url.id) < tuple_(lastmod, _row_id(last_id)))
         query = query.order_by(Url.lastmod.desc(), Url.id.desc())
     else:
         if after:
             query = query.where(Url.loc > after)
         query = query.order_by(Url.loc)
     return query.limit(PAGE + 1)
+
+
+def _row_id(text: str) -> int | None:
+    return int(text) if re.fullmatch(r"\d{1,18}", text) else None
 
 
 def _cursor(url: Url, sort: str) -> str:
@@ -85,7 +91,8 @@ def urls(slug):
     more = len(rows) > PAGE
     rows = rows[:PAGE]
     sort = request.args.get("sort", "loc")
-    next_args = {**request.args, "after": _cursor(rows[-1], sort)} if more and rows else None
+    kept = {name: request.args[name] for name in ("q", "status", "sort") if name in request.args}
+    next_args = {**kept, "after": _cursor(rows[-1], sort)} if more and rows else None
     return render_template("dashboard/urls.html", site=site, rows=rows, sorts=SORTS,
                            next_args=next_args, args=request.args, changefreqs=CHANGEFREQS,
                            errors={}, form={})
@@ -118,7 +125,7 @@ def _load_url(site, url_id: int) -> Url:
     return url
 
 
-@bp.route("/sites/<slug>/urls/<int:url_id>", methods=["GET", "POST"])
+@bp.route("/sites/<slug>/urls/<id:url_id>", methods=["GET", "POST"])
 @require("viewer")
 def url_edit(slug, url_id):
     site = load_site(slug)
@@ -151,7 +158,7 @@ def url_edit(slug, url_id):
 @require("editor")
 def urls_delete(slug):
     site = load_site(slug)
-    ids = [int(value) for value in request.form.getlist("id") if value.isdigit()]
+    ids = [_row_id(value) for value in request.form.getlist("id") if _row_id(value) is not None]
     session = get_session()
     count = delete_urls(session, site, ids)
     session.commit()
@@ -195,7 +202,7 @@ def urls_import(slug):
     upload, pasted = request.files.get("file"), request.form.get("pasted", "")
     source_url = request.form.get("sitemap_url", "").strip()
     try:
-        path = _save_upload(upload, pasted, source_url)
+        path = _save_upload(site, upload, pasted, source_url)
     except (ImportFormatError, InvalidValue) as exc:
         return render_template("dashboard/import.html", site=site, error=str(exc)), 422
     app = current_app._get_current_object()
@@ -220,15 +227,38 @@ def urls_import(slug):
     return redirect(url_for("dashboard.task", task_id=task))
 
 
-def _save_upload(upload, pasted: str, source_url: str) -> Path:
+def _check_source(site, source_url: str) -> None:
+    """Only the site's own hosts are fetched: a form must not reach into the server's network."""
+    try:
+        parts = urlsplit(source_url)
+        parts.port  # noqa: B018 - raises on a port out of range
+    except ValueError:
+        parts = None
+    hosts = {urlsplit(site.base_url).netloc, urlsplit(site.sitemap_url).netloc}
+    if parts is None or parts.scheme not in ("http", "https") or parts.netloc not in hosts:
+        raise InvalidValue("sitemap_url", source_url, "must be an http:// or https:// URL on "
+                           f"the site's host ({' or '.join(sorted(hosts))})")
+
+
+def _save_upload(site, upload, pasted: str, source_url: str) -> Path:
     """What to import, saved to a private temporary file before the work starts."""
     folder = Path(current_app.config["INSTANCE_PATH"]) / "uploads"
     folder.mkdir(parents=True, exist_ok=True)
+    if source_url:
+        _check_source(site, source_url)
     handle = tempfile.NamedTemporaryFile(dir=folder, delete=False, suffix=".import")
+    try:
+        _write_upload(handle, upload, pasted, source_url)
+    except BaseException:
+        handle.close()
+        os.unlink(handle.name)
+        raise
+    return Path(handle.name)
+
+
+def _write_upload(handle, upload, pasted: str, source_url: str) -> None:
     with handle:
         if source_url:
-            if not source_url.startswith(("http://", "https://")):
-                raise InvalidValue("sitemap_url", source_url, "must be an http:// or https:// URL")
             try:
                 handle.write(fetch(source_url, timeout=current_app.config["NOTIFY_TIMEOUT"],
                                    max_bytes=MAX_FILE_BYTES))
@@ -240,7 +270,6 @@ def _save_upload(upload, pasted: str, source_url: str) -> Path:
             handle.write(pasted.encode("utf-8"))
         else:
             raise ImportFormatError("choose a file, paste some URLs, or give a sitemap's address")
-    return Path(handle.name)
 
 
 class _open_import:  # noqa: N801 - used as a context manager like open()

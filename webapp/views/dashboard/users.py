@@ -52,7 +52,7 @@ def _admins_left(session, without: User) -> int:
         User.role == "admin", User.id != without.id)) or 0
 
 
-@bp.post("/users/<int:user_id>")
+@bp.post("/users/<id:user_id>")
 @require("admin")
 def user_update(user_id):
     session = get_session()
@@ -77,7 +77,7 @@ def user_update(user_id):
     return redirect(url_for("dashboard.users"))
 
 
-@bp.post("/users/<int:user_id>/delete")
+@bp.post("/users/<id:user_id>/delete")
 @require("admin")
 def user_delete(user_id):
     session = get_session()
