@@ -23,7 +23,7 @@ from tests.test_notify import KEY, posted
 from webapp import jobs, scheduler
 from webapp.errors import InvalidValue
 from webapp.importing import import_urls
-from webapp.models import Delivery, Generation, Site, utcnow
+from webapp.models import Delivery, Generation, utcnow
 from webapp.runs import SiteBusy, claim, new_owner, release
 from webapp.schedules import check_schedule, next_run
 from webapp.sitemaps import get_store
