@@ -41,6 +41,14 @@ def publish(app, site):
     return generation
 
 
+def announce_one(app, session, site, path="a"):
+    """One new URL, published and planned for announcement."""
+    save_url(session, site, f"{site.base_url}{path}")
+    session.commit()
+    publish(app, site)
+    jobs.announce(site.id, app)
+
+
 def ledger(session) -> list[Delivery]:
     session.expire_all()
     return session.scalars(select(Delivery).order_by(Delivery.id)).all()
@@ -156,10 +164,7 @@ def test_25000_changed_urls_become_three_requests_of_at_most_10000(app, session,
 ])
 def test_refusals_are_permanent_and_explained(app, session, site, engine, status, words):
     engine.expect_request("/indexnow").respond_with_data("nope", status=status)
-    save_url(session, site, f"{site.base_url}a")
-    session.commit()
-    publish(app, site)
-    jobs.announce(site.id, app)
+    announce_one(app, session, site)
     jobs.deliver(app)
     jobs.deliver(app, now=utcnow() + timedelta(days=2))
     [delivery] = ledger(session)
@@ -173,10 +178,7 @@ def test_429_waits_as_long_as_retry_after_says_then_succeeds(app, session, site,
     engine.expect_ordered_request("/indexnow").respond_with_data(
         "slow down", status=429, headers={"Retry-After": "3600"})
     engine.expect_ordered_request("/indexnow").respond_with_data("", status=200)
-    save_url(session, site, f"{site.base_url}a")
-    session.commit()
-    publish(app, site)
-    jobs.announce(site.id, app)
+    announce_one(app, session, site)
     start = utcnow()
     jobs.deliver(app, now=start)
     [delivery] = ledger(session)
@@ -192,10 +194,7 @@ def test_429_waits_as_long_as_retry_after_says_then_succeeds(app, session, site,
 
 def test_server_errors_back_off_then_give_up_after_the_attempt_limit(app, session, site, engine):
     engine.expect_request("/indexnow").respond_with_data("down", status=503)
-    save_url(session, site, f"{site.base_url}a")
-    session.commit()
-    publish(app, site)
-    jobs.announce(site.id, app)
+    announce_one(app, session, site)
     now, waits = utcnow(), []
     for _ in range(app.config["NOTIFY_MAX_ATTEMPTS"]):
         jobs.deliver(app, now=now)
@@ -229,10 +228,7 @@ def test_an_engine_that_hangs_is_given_up_on_at_the_timeout(app, session, site, 
 
     app.config["NOTIFY_TIMEOUT"] = 0.5
     engine.expect_request("/indexnow").respond_with_handler(hang)
-    save_url(session, site, f"{site.base_url}a")
-    session.commit()
-    publish(app, site)
-    jobs.announce(site.id, app)
+    announce_one(app, session, site)
     jobs.deliver(app)
     release.set()
     finished.wait(10)  # so the late answer is not logged during the next test
@@ -244,10 +240,7 @@ def test_an_engine_that_hangs_is_given_up_on_at_the_timeout(app, session, site, 
 def test_redirects_are_not_followed(app, session, site, engine):
     engine.expect_request("/indexnow").respond_with_data(
         "", status=301, headers={"Location": "http://127.0.0.1:9/elsewhere"})
-    save_url(session, site, f"{site.base_url}a")
-    session.commit()
-    publish(app, site)
-    jobs.announce(site.id, app)
+    announce_one(app, session, site)
     jobs.deliver(app)
     [delivery] = ledger(session)
     assert delivery.status == "failed" and "redirects are not followed" in delivery.outcome
@@ -255,10 +248,7 @@ def test_redirects_are_not_followed(app, session, site, engine):
 
 
 def test_turning_indexnow_off_stops_what_is_pending(app, session, site, engine):
-    save_url(session, site, f"{site.base_url}a")
-    session.commit()
-    publish(app, site)
-    jobs.announce(site.id, app)
+    announce_one(app, session, site)
     update_site(session, site, {"indexnow_enabled": "off"})
     session.commit()
     jobs.deliver(app)
@@ -292,10 +282,7 @@ def test_urls_outside_the_key_folder_are_left_out(app, session, engine):
 def test_an_answer_in_an_unknown_charset_is_still_a_success(app, session, site, engine):
     engine.expect_request("/indexnow").respond_with_data(
         "ok", status=200, headers={"Content-Type": "text/plain; charset=bogus-x"})
-    save_url(session, site, f"{site.base_url}a")
-    session.commit()
-    publish(app, site)
-    jobs.announce(site.id, app)
+    announce_one(app, session, site)
     jobs.deliver(app)
     [delivery] = ledger(session)
     assert (delivery.status, delivery.response_excerpt) == ("delivered", "ok")
@@ -307,10 +294,7 @@ def test_a_retry_of_a_record_that_changed_meanwhile_is_refused(app, session, sit
 
     engine.expect_ordered_request("/indexnow").respond_with_data("", status=403)
     engine.expect_ordered_request("/indexnow").respond_with_data("", status=200)
-    save_url(session, site, f"{site.base_url}a")
-    session.commit()
-    publish(app, site)
-    jobs.announce(site.id, app)
+    announce_one(app, session, site)
     jobs.deliver(app)
     [stale] = ledger(session)  # read as failed
     with app.extensions["db_sessionmaker"]() as other:
@@ -382,10 +366,7 @@ def test_gsc_submits_the_sitemap_with_a_service_account_token(app, session, engi
         {"access_token": "token-1", "expires_in": 3600, "token_type": "Bearer"})
     engine.expect_request(f"/webmasters/v3/sites/sc-domain:example.com/sitemaps/"
                           f"{site.sitemap_url}", method="PUT").respond_with_data("", status=204)
-    save_url(session, site, f"{site.base_url}a")
-    session.commit()
-    publish(app, site)
-    jobs.announce(site.id, app)
+    announce_one(app, session, site)
     jobs.deliver(app)
     [delivery] = ledger(session)
     assert (delivery.engine, delivery.status, delivery.http_status) == ("gsc", "delivered", 204)
@@ -408,10 +389,7 @@ def test_gsc_403_says_which_account_to_add(app, session, engine, tmp_path):
         {"access_token": "token-2", "expires_in": 3600, "token_type": "Bearer"})
     engine.expect_request(re.compile("/webmasters/.*"), method="PUT"
                           ).respond_with_data("no permission", status=403)
-    save_url(session, site, f"{site.base_url}a")
-    session.commit()
-    publish(app, site)
-    jobs.announce(site.id, app)
+    announce_one(app, session, site)
     jobs.deliver(app)
     [delivery] = ledger(session)
     assert delivery.status == "failed"
@@ -424,10 +402,7 @@ def test_ping_templates_get_the_encoded_sitemap_url(app, session, engine):
                                 + engine.url_for("/other/{sitemap}")})
     engine.expect_request("/ping").respond_with_data("ok")
     engine.expect_request(re.compile("/other/.*")).respond_with_data("ok")
-    save_url(session, site, f"{site.base_url}a")
-    session.commit()
-    publish(app, site)
-    jobs.announce(site.id, app)
+    announce_one(app, session, site)
     jobs.deliver(app)
     quoted = site.sitemap_url.replace(":", "%3A").replace("/", "%2F")
     assert [request.environ["REQUEST_URI"] for request, _ in engine.log] == [

@@ -191,6 +191,14 @@ def announce(site_id: int, app: Flask | None = None, now: datetime | None = None
         return [delivery.id for delivery in planned]
 
 
+def notify_site(site_id: int, app: Flask | None = None,
+                hold: frozenset[str] = frozenset()) -> tuple[list[int], list[int]]:
+    """Plan what the site's published sitemaps changed and send what is due for the site:
+    (ids planned, ids attempted)."""
+    app = app or current_app
+    return announce(site_id, app), deliver(app, site_id=site_id, hold=hold)
+
+
 def delivery_lease(config: dict) -> timedelta:
     """How long a claimed record stays with its sender: a token request and a submission."""
     return timedelta(seconds=2 * config["NOTIFY_TIMEOUT"] + 30)

@@ -40,8 +40,7 @@ def report(ids: list[int]) -> bool:
 
 
 def announce_and_deliver(site_id: int, hold: frozenset[str] = frozenset()) -> bool:
-    planned = jobs.announce(site_id)
-    attempted = jobs.deliver(site_id=site_id, hold=hold)
+    planned, attempted = jobs.notify_site(site_id, hold=hold)
     ids = sorted(set(planned) | set(attempted))
     if not ids:
         click.echo("nothing to announce")

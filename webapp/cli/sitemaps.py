@@ -30,8 +30,7 @@ def _generate(site_id: int, slug: str, notify: bool) -> bool:
     click.echo(f"{slug}: {files}, {generation.url_count} URLs, "
                f"{generation.bytes} bytes ({generation.status}, generation {generation.id})")
     if notify and generation.status in ("succeeded", "unchanged"):
-        planned = jobs.announce(site_id)
-        attempted = jobs.deliver(site_id=site_id)
+        planned, attempted = jobs.notify_site(site_id)
         if planned or attempted:
             report(sorted(set(planned) | set(attempted)))
     return True

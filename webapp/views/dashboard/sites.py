@@ -177,8 +177,7 @@ def site_regenerate(slug):
         generation = jobs.regenerate(site_id, app, progress=progress)
         if generation.status == "failed":
             raise RuntimeError(f"generation {generation.id} failed: {generation.error}")
-        planned = jobs.announce(site_id, app) if generation.status != "superseded" else []
-        jobs.deliver(app, site_id=site_id)
+        planned, _ = jobs.notify_site(site_id, app)
         return (f"Generation {generation.id}: {generation.status}, {generation.url_count} URLs "
                 f"in {generation.file_count} files; {len(planned)} announcements planned.")
 
@@ -194,8 +193,7 @@ def site_notify(slug):
     site_id = site.id
 
     def work(progress) -> str:
-        planned = jobs.announce(site_id, app)
-        attempted = jobs.deliver(app, site_id=site_id)
+        planned, attempted = jobs.notify_site(site_id, app)
         if not planned and not attempted:
             return "Nothing to announce: no generation changed anything since the last time."
         return f"{len(planned)} announcements planned, {len(attempted)} sent; see Announcements."
