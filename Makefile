@@ -6,7 +6,10 @@ PORT ?= 5000
 export PORT
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test bench clean
+WORKERS ?= 2
+BIND ?= 127.0.0.1:$(PORT)
+
+.PHONY: install run run-prod test bench clean
 
 install: $(STAMP)
 
@@ -27,6 +30,18 @@ run: install
 	trap 'kill $$web $$scheduler 2>/dev/null; wait $$scheduler' EXIT INT TERM; \
 	wait $$web
 
+# Production: gunicorn with WORKERS threaded workers and the scheduler process, against the
+# DATABASE_URL given (PostgreSQL); migrations first. GET /healthz answers the load balancer.
+run-prod: install
+	@case "$$DATABASE_URL" in postgres*) ;; *) echo "run-prod needs DATABASE_URL=postgresql://..." >&2; exit 2;; esac
+	$(BIN)/alembic upgrade head
+	$(BIN)/flask --app webapp users ensure-admin
+	$(BIN)/flask --app webapp scheduler run & scheduler=$$!; \
+	$(BIN)/gunicorn --workers $(WORKERS) --worker-class gthread --threads 4 --bind $(BIND) \
+		--graceful-timeout 30 'webapp:create_app()' & web=$$!; \
+	trap 'kill $$web $$scheduler 2>/dev/null; wait $$web $$scheduler' EXIT INT TERM; \
+	wait $$web
+
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
@@ -34,6 +49,8 @@ bench: install
 	$(BIN)/python bench/generate.py --urls 100000 1000000
 	$(BIN)/python bench/import.py --urls 1000000
 	$(BIN)/python bench/dashboard.py --urls 1000000
+	$(BIN)/python bench/incremental.py --urls 1000000
+	$(BIN)/python bench/load.py --urls 200000 --seconds 20
 	command -v nginx >/dev/null && command -v wrk >/dev/null || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light wrk)
 	$(BIN)/python bench/serve.py

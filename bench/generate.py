@@ -1,12 +1,13 @@
 """Time a full sitemap generation against a floor, and measure peak memory.
 
-    python bench/generate.py --urls 100000 1000000
+    python bench/generate.py --urls 100000 1000000 [--postgresql postgresql://...]
 
 For each N: build a synthetic site of N URLs (some with `&`, quotes, percent-encoded non-ASCII)
-in a fresh SQLite database; then, each in a fresh child process, (1) the app's generation
-(`jobs.regenerate`: XML files, gzip twins, index, atomic publish) and (2) a floor: a bare loop
-that reads the same rows with the sqlite3 module and writes the same XML files with plain string
-formatting and gzip level 6 twins. Both outputs are compared byte for byte, so the floor does the
+in a fresh SQLite database and, with --postgresql URL (or TEST_POSTGRESQL_URL), in a fresh
+schema of that PostgreSQL database; then, each in a fresh child process, (1) the app's
+generation (`jobs.regenerate`: XML files, gzip twins, index, atomic publish) and (2) a floor: a
+bare loop that reads the same rows with the driver (sqlite3, or psycopg with a server-side
+cursor) and writes the same XML files with plain string formatting and gzip level 6 twins. Both outputs are compared byte for byte, so the floor does the
 same work. Prints seconds, ratio, and peak RSS of each child.
 """
 
@@ -23,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import BASE, fresh_site_database
+from common import BASE, copy_urls, drop_schema, fresh_site_database, postgresql_site_database
 
 CHANGEFREQS = ("daily", "weekly", "monthly", None)
 PRIORITIES = (0.8, 0.5, None, 0.3)
@@ -58,11 +59,11 @@ def build_database(path: Path, urls: int) -> None:
              for n in range(urls)))
 
 
-def run_app(db: Path, out: Path) -> dict:
+def run_app(db: str, out: Path) -> dict:
     from webapp import create_app, jobs
     from webapp.models import Site
 
-    app = create_app({"DATABASE_URL": f"sqlite:///{db}", "SECRET_KEY": "bench",
+    app = create_app({"DATABASE_URL": db, "SECRET_KEY": "bench",
                       "INSTANCE_PATH": str(out), "SITEMAPS_DIR": str(out / "sitemaps")})
     started = time.perf_counter()
     generation = jobs.regenerate(1, app)
@@ -83,15 +84,36 @@ def _priority(value: float) -> str:
     return f"{value:.1f}" if round(value, 1) == value else f"{value:.3f}".rstrip("0")
 
 
-def run_floor(db: Path, out: Path) -> dict:
-    """The bare loop: sqlite3 rows, string formatting, plain file and gzip twin, one thread."""
+def _rows(db: str):
+    """The site's rows straight from the driver: sqlite3, or psycopg with a server-side
+    cursor (as the app streams them)."""
+    query = ("SELECT id, loc, lastmod, changefreq, priority FROM urls"
+             " WHERE site_id = 1 AND deleted_at IS NULL ORDER BY id")
+    if db.startswith("sqlite:///"):
+        con = sqlite3.connect(db.removeprefix("sqlite:///"))
+        yield from con.execute(query)
+        con.close()
+        return
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    url = make_url(db)
+    with psycopg.connect(host=url.host, port=url.port or 5432, user=url.username,
+                         password=url.password, dbname=url.database,
+                         options=url.query.get("options", "")) as con:
+        with con.cursor(name="floor") as cursor:
+            cursor.itersize = 10_000
+            cursor.execute(query)
+            yield from cursor
+
+
+def run_floor(db: str, out: Path) -> dict:
+    """The bare loop: driver rows, string formatting, plain file and gzip twin, one thread."""
     started = time.perf_counter()
     header = ('<?xml version="1.0" encoding="UTF-8"?>\n'
               '<?xml-stylesheet type="text/xsl" href="sitemap.xsl"?>\n'
               '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n').encode()
-    con = sqlite3.connect(db)
-    rows = con.execute("SELECT id, loc, lastmod, changefreq, priority FROM urls"
-                       " WHERE site_id = 1 AND deleted_at IS NULL ORDER BY id")
+    rows = _rows(db)
     out.mkdir(parents=True, exist_ok=True)
     files = 0
     plain = packed = raw = None
@@ -133,12 +155,11 @@ def run_floor(db: Path, out: Path) -> dict:
             packed.write(chunk)
             parts.clear()
     close()
-    con.close()
     return {"seconds": time.perf_counter() - started, "folder": str(out), "files": files}
 
 
 def child(kind: str, db: str, out: str) -> None:
-    result = (run_app if kind == "app" else run_floor)(Path(db), Path(out))
+    result = (run_app if kind == "app" else run_floor)(db, Path(out))
     result["peak_mb"] = peak_rss_mb()
     print(json.dumps(result))
 
@@ -152,7 +173,7 @@ def peak_rss_mb() -> float:
     raise RuntimeError("no VmHWM in /proc/self/status")
 
 
-def measure(kind: str, db: Path, out: Path) -> dict:
+def measure(kind: str, db: str, out: Path) -> dict:
     done = subprocess.run([sys.executable, __file__, "--child", kind, str(db), str(out)],
                           capture_output=True, text=True)
     if done.returncode:
@@ -174,30 +195,44 @@ def same_output(app_folder: Path, floor_folder: Path) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--urls", type=int, nargs="+", default=[100_000])
+    parser.add_argument("--postgresql", default=os.environ.get("TEST_POSTGRESQL_URL"),
+                        help="also measure on this PostgreSQL database, in a schema of its own")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(*args.child)
         return
-    print(f"{'urls':>10} {'app s':>8} {'floor s':>8} {'ratio':>6} {'app MB':>7} {'floor MB':>8}"
-          f" {'files':>5}  same bytes")
-    peaks = {}
-    for urls in args.urls:
-        with tempfile.TemporaryDirectory(prefix="bench-generate-") as tmp:
-            tmp_path = Path(tmp)
-            db = tmp_path / "bench.db"
-            build_database(db, urls)
-            floor = measure("floor", db, tmp_path / "floor")
-            app = measure("app", db, tmp_path / "app")
-            same = same_output(Path(app["folder"]), Path(floor["folder"]))
-        peaks[urls] = app["peak_mb"]
-        print(f"{urls:>10} {app['seconds']:>8.2f} {floor['seconds']:>8.2f} "
-              f"{app['seconds'] / floor['seconds']:>6.2f} {app['peak_mb']:>7.1f} "
-              f"{floor['peak_mb']:>8.1f} {app['files']:>5}  {same}", flush=True)
-    if len(peaks) > 1:
-        smallest, largest = min(peaks), max(peaks)
-        growth = peaks[largest] / peaks[smallest] - 1
-        print(f"peak memory at {largest} URLs is {growth:+.1%} against {smallest} URLs")
+    print(f"{'database':<10} {'urls':>9} {'app s':>7} {'floor s':>7} {'ratio':>6} {'app MB':>7} "
+          f"{'floor MB':>8} {'files':>5}  same bytes")
+    peaks: dict[tuple[str, int], float] = {}
+    for kind in ["sqlite"] + (["postgresql"] if args.postgresql else []):
+        for urls in args.urls:
+            with tempfile.TemporaryDirectory(prefix="bench-generate-") as tmp:
+                tmp_path = Path(tmp)
+                schema = f"bench_generate_{os.getpid()}"
+                if kind == "sqlite":
+                    build_database(tmp_path / "bench.db", urls)
+                    db = f"sqlite:///{tmp_path / 'bench.db'}"
+                else:
+                    db = postgresql_site_database(args.postgresql, schema)
+                    copy_urls(db, ((synthetic_loc(n), synthetic_lastmod(n), CHANGEFREQS[n % 4],
+                                    PRIORITIES[n % 4]) for n in range(urls)))
+                try:
+                    floor = measure("floor", db, tmp_path / "floor")
+                    app = measure("app", db, tmp_path / "app")
+                finally:
+                    if kind == "postgresql":
+                        drop_schema(args.postgresql, schema)
+                same = same_output(Path(app["folder"]), Path(floor["folder"]))
+            peaks[kind, urls] = app["peak_mb"]
+            print(f"{kind:<10} {urls:>9} {app['seconds']:>7.2f} {floor['seconds']:>7.2f} "
+                  f"{app['seconds'] / floor['seconds']:>6.2f} {app['peak_mb']:>7.1f} "
+                  f"{floor['peak_mb']:>8.1f} {app['files']:>5}  {same}", flush=True)
+        sizes = sorted(urls for (k, urls) in peaks if k == kind)
+        if len(sizes) > 1:
+            growth = peaks[kind, sizes[-1]] / peaks[kind, sizes[0]] - 1
+            print(f"{kind}: peak memory at {sizes[-1]} URLs is {growth:+.1%} against "
+                  f"{sizes[0]} URLs")
     print(f"(python {sys.version.split()[0]}, sqlite {sqlite3.sqlite_version}, "
           f"{os.cpu_count()} cores)")
 

@@ -4,21 +4,24 @@
 
 Writes a CSV (loc,lastmod,changefreq,priority) of N URLs, some with non-ASCII characters the
 import must percent-encode, `&`, quotes and W3C dates in several forms. Then, each into its own
-fresh migrated SQLite database: (1) the app's `import_urls` (parse, validate and normalise every
-field, upsert by loc, commit) and (2) a floor: the csv module reading the file and sqlite3
-`executemany` inserting the raw rows into the same table. Prints seconds and the ratio.
+fresh migrated database (SQLite; and PostgreSQL schemas with --postgresql URL or
+TEST_POSTGRESQL_URL): (1) the app's `import_urls` (parse, validate and normalise every field,
+upsert by loc, commit) and (2) a floor: the csv module reading the file and the driver's bulk
+path (sqlite3 `executemany`, PostgreSQL `COPY`) storing the raw rows in the same table. Prints
+seconds and the ratio.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import os
 import sqlite3
 import tempfile
 import time
 from pathlib import Path
 
-from common import BASE, fresh_site_database
+from common import BASE, copy_urls, drop_schema, fresh_site_database, postgresql_site_database
 
 
 def synthetic_row(n: int) -> tuple[str, str, str, str]:
@@ -42,14 +45,13 @@ def write_csv(path: Path, urls: int) -> None:
         writer.writerows(synthetic_row(n) for n in range(urls))
 
 
-def run_app(db: Path, csv_path: Path) -> tuple[float, str]:
+def run_app(db: str, csv_path: Path, instance: Path) -> tuple[float, str]:
     from webapp import create_app
     from webapp.db import session_scope
     from webapp.importing import import_urls
     from webapp.sites import find_site
 
-    app = create_app({"DATABASE_URL": f"sqlite:///{db}", "SECRET_KEY": "bench",
-                      "INSTANCE_PATH": str(db.parent / "instance")})
+    app = create_app({"DATABASE_URL": db, "SECRET_KEY": "bench", "INSTANCE_PATH": str(instance)})
     started = time.perf_counter()
     with session_scope(app) as session, open(csv_path, encoding="utf-8", newline="") as stream:
         report = import_urls(session, find_site(session, "shop"), stream)
@@ -58,36 +60,55 @@ def run_app(db: Path, csv_path: Path) -> tuple[float, str]:
     return seconds, report.summary()
 
 
-def run_floor(db: Path, csv_path: Path) -> float:
+def run_floor(db: str, csv_path: Path) -> float:
+    """The csv module and the driver's bulk path: sqlite3 executemany, or COPY on PostgreSQL."""
     started = time.perf_counter()
-    con = sqlite3.connect(db)
     with open(csv_path, encoding="utf-8", newline="") as handle:
         reader = csv.reader(handle)
         next(reader)
-        con.executemany(
-            "INSERT INTO urls (site_id, loc, lastmod, changefreq, priority, created_at, updated_at)"
-            " VALUES (1, ?, ?, ?, ?, '2026-01-01', '2026-01-01')", reader)
-    con.commit()
-    con.close()
+        if db.startswith("sqlite:///"):
+            con = sqlite3.connect(db.removeprefix("sqlite:///"))
+            con.executemany(
+                "INSERT INTO urls (site_id, loc, lastmod, changefreq, priority, created_at, "
+                "updated_at) VALUES (1, ?, ?, ?, ?, '2026-01-01', '2026-01-01')", reader)
+            con.commit()
+            con.close()
+        else:
+            copy_urls(db, ((loc, lastmod or None, changefreq or None, priority or None)
+                           for loc, lastmod, changefreq, priority in reader))
     return time.perf_counter() - started
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--urls", type=int, default=100_000)
+    parser.add_argument("--postgresql", default=os.environ.get("TEST_POSTGRESQL_URL"),
+                        help="also measure on this PostgreSQL database, in schemas of its own")
     args = parser.parse_args()
+    print(f"{'database':<10} {'urls':>9} {'app s':>7} {'floor s':>7} {'ratio':>6}  app report")
     with tempfile.TemporaryDirectory(prefix="bench-import-") as tmp:
         tmp_path = Path(tmp)
         csv_path = tmp_path / "urls.csv"
         write_csv(csv_path, args.urls)
-        (tmp_path / "floor").mkdir()
-        (tmp_path / "app").mkdir()
-        fresh_site_database(tmp_path / "floor" / "bench.db")
-        fresh_site_database(tmp_path / "app" / "bench.db")
-        floor = run_floor(tmp_path / "floor" / "bench.db", csv_path)
-        app, summary = run_app(tmp_path / "app" / "bench.db", csv_path)
-    print(f"{'urls':>10} {'app s':>8} {'floor s':>8} {'ratio':>6}  app report")
-    print(f"{args.urls:>10} {app:>8.2f} {floor:>8.2f} {app / floor:>6.2f}  {summary}")
+        for kind in ["sqlite"] + (["postgresql"] if args.postgresql else []):
+            schemas = [f"bench_import_{name}_{os.getpid()}" for name in ("floor", "app")]
+            if kind == "sqlite":
+                urls = []
+                for name in ("floor", "app"):
+                    (tmp_path / name).mkdir()
+                    fresh_site_database(tmp_path / name / "bench.db")
+                    urls.append(f"sqlite:///{tmp_path / name / 'bench.db'}")
+            else:
+                urls = [postgresql_site_database(args.postgresql, schema) for schema in schemas]
+            try:
+                floor = run_floor(urls[0], csv_path)
+                app, summary = run_app(urls[1], csv_path, tmp_path / f"instance-{kind}")
+            finally:
+                if kind == "postgresql":
+                    for schema in schemas:
+                        drop_schema(args.postgresql, schema)
+            print(f"{kind:<10} {args.urls:>9} {app:>7.2f} {floor:>7.2f} {app / floor:>6.2f}  "
+                  f"{summary}", flush=True)
 
 
 if __name__ == "__main__":

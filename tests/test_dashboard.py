@@ -80,7 +80,7 @@ def wait_for_task(client, location) -> dict:
 
 PAGES = ["/", "/sites/shop", "/sites/shop/urls", "/sites/shop/import", "/sites/shop/generations",
          "/sites/shop/announcements", "/sites/shop/settings", "/sites/shop/urls.csv",
-         "/sites/shop/urls/1"]
+         "/sites/shop/urls/1", "/tokens"]
 EDITOR_PAGES = ["/sites/new", "/sites/shop/delete"]
 EDITOR_POSTS = ["/sites/new", "/sites/shop/settings", "/sites/shop/delete", "/sites/shop/regenerate",
                 "/sites/shop/notify", "/sites/shop/preflight", "/sites/shop/rotate-key",
@@ -281,6 +281,16 @@ def test_urls_are_added_edited_and_deleted_with_messages_by_field(as_role, sessi
     assert session.scalar(select(func.count()).select_from(Url).where(
         Url.deleted_at.is_not(None))) == 2
     assert "(deleted)" in editor.get("/sites/shop/urls?status=deleted").text
+
+
+def test_a_nul_character_in_a_form_or_query_is_a_clear_400(as_role, session, shop):
+    editor = as_role("editor")
+    answer = post(editor, "/sites/shop/urls", loc=f"{shop.base_url}new\x00", lastmod="2026-02-02")
+    assert answer.status_code == 400 and "&#39;loc&#39; contains a NUL" in answer.text
+    answer = editor.get("/sites/shop/urls?q=a%00b")
+    assert answer.status_code == 400 and "&#39;q&#39; contains a NUL" in answer.text
+    assert session.scalar(select(func.count()).select_from(Url).where(
+        Url.loc.contains("new"))) == 0
 
 
 def test_a_url_of_another_site_is_not_found(as_role, session, shop):

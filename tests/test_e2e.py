@@ -125,3 +125,41 @@ def test_a_site_owner_goes_from_sign_in_to_the_ledger(app, session, server, page
     page.get_by_role("link", name="Shop").click()
     assert page.get_by_role("button", name="Regenerate now").is_visible()
     shot(page, "09-phone-site")
+
+
+def test_a_token_made_in_the_browser_keeps_urls_in_sync(app, session, server, page):
+    import requests
+
+    from tests.builders import make_site
+
+    create_user(session, "editor@example.com", "correct horse", "editor")
+    make_site(session)
+    page.goto(f"{server}/sign-in")
+    page.get_by_label("E-mail").fill("editor@example.com")
+    page.get_by_label("Password").fill("correct horse")
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("link", name="API tokens").click()
+    page.get_by_label("Name").fill("CMS on www")
+    page.get_by_label("Shop").check()
+    page.get_by_role("button", name="Create token").click()
+    secret = page.locator("#new-token").inner_text()
+    shot(page, "10-new-token")
+
+    api = requests.Session()
+    api.headers["Authorization"] = f"Bearer {secret}"
+    answer = api.post(f"{server}/api/v1/sites/shop/urls", json={"urls": [
+        {"loc": "https://shop.example.com/from-the-cms", "lastmod": "2026-11-20"},
+        {"loc": "https://elsewhere.example/"}]}, timeout=10)
+    assert answer.status_code == 200 and answer.json()["created"] == 1
+    assert answer.json()["errors"][0]["index"] == 1
+
+    page.goto(f"{server}/sites/shop/urls")
+    assert page.get_by_text("https://shop.example.com/from-the-cms").is_visible()
+    page.get_by_role("link", name="API tokens").click()
+    row = page.locator("tbody tr").first
+    assert row.locator("time").count() == 2  # made, and last used (by the request above)
+    shot(page, "11-tokens")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Revoke").click()
+    assert page.get_by_text("Revoked token").is_visible()
+    assert api.get(f"{server}/api/v1/sites", timeout=10).status_code == 401

@@ -17,10 +17,9 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy import select
 
 from tests.builders import make_site
-from webapp import create_app
 from tests.test_cli import assert_fails_cleanly
 from tests.test_notify import KEY, posted
-from webapp import jobs, scheduler
+from webapp import create_app, jobs, scheduler
 from webapp.errors import InvalidValue
 from webapp.importing import import_urls
 from webapp.models import Delivery, Generation, utcnow

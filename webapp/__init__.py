@@ -16,7 +16,7 @@ def create_app(overrides: Mapping[str, object] | None = None) -> Flask:
     from flask import Flask
 
     from webapp import auth, cli, config, db, http, sitemaps
-    from webapp.views import dashboard, public
+    from webapp.views import api, dashboard, public, status
 
     settings = config.load(overrides)
     app = Flask(__name__, instance_path=str(settings["INSTANCE_PATH"]),
@@ -29,4 +29,6 @@ def create_app(overrides: Mapping[str, object] | None = None) -> Flask:
     auth.init_app(app)
     cli.init_app(app)
     app.register_blueprint(dashboard.bp)
+    app.register_blueprint(api.bp)
+    app.register_blueprint(status.bp)
     return app

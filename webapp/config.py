@@ -168,6 +168,10 @@ def load(overrides: Mapping[str, object] | None = None, environ: Mapping[str, st
     if "SCHEDULER_TICK_SECONDS" not in overrides:
         settings["SCHEDULER_TICK_SECONDS"] = env_int("SCHEDULER_TICK_SECONDS", 5, minimum=1,
                                                      maximum=3600, environ=environ)
+    if "API_RATE_LIMIT" not in overrides:
+        # Requests a minute per API token, counted in the database (shared by all workers).
+        settings["API_RATE_LIMIT"] = env_int("API_RATE_LIMIT", 600, minimum=1, maximum=1_000_000,
+                                             environ=environ)
     if "PORT" not in overrides:
         settings["PORT"] = env_int("PORT", 5000, minimum=1, maximum=65535, environ=environ)
     settings.update(overrides)

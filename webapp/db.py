@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
 from flask import Flask, current_app, g
@@ -65,7 +65,9 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(url)
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    # A database that does not answer is reported within seconds instead of hanging a worker
+    # (libpq would wait for the operating system's TCP timeout, minutes).
+    return create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": 5})
 
 
 def init_app(app: Flask) -> None:

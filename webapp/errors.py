@@ -1,4 +1,4 @@
-"""The two errors domain functions raise for bad input; views and commands turn them into messages."""
+"""The errors domain functions raise for bad input; views and commands turn them into messages."""
 
 from __future__ import annotations
 
@@ -11,6 +11,10 @@ class InvalidValue(ValueError):
         text = value if isinstance(value, str) else str(value)
         shown = text if len(text) <= 80 else f"{text[:77]}..."
         super().__init__(f"{field} {shown!r}: {rule}")
+
+
+class Conflict(InvalidValue):
+    """A value that is fine by itself clashes with what is stored (a name already taken)."""
 
 
 class NotFound(LookupError):

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from flask import Flask, Response, render_template, request
+from flask import Flask, Response, current_app, jsonify, render_template, request
 from flask_wtf.csrf import CSRFProtect
-from werkzeug.exceptions import HTTPException, InternalServerError
+from sqlalchemy.exc import InterfaceError, OperationalError
+from werkzeug.exceptions import (
+    BadRequest,
+    HTTPException,
+    InternalServerError,
+    ServiceUnavailable,
+)
+from werkzeug.http import HTTP_STATUS_CODES
 from werkzeug.middleware.proxy_fix import ProxyFix
 from werkzeug.routing import BaseConverter
 
@@ -45,9 +52,22 @@ def init_app(app: Flask) -> None:
                       REMEMBER_COOKIE_SECURE=app.config["SECURE_COOKIES"],
                       WTF_CSRF_TIME_LIMIT=None)  # a token lives as long as the session
     csrf.init_app(app)  # every POST, PUT, PATCH and DELETE needs the session's token
+    app.before_request(_refuse_nul)
     app.after_request(_security_headers)
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(Exception, _unexpected_error)
+
+
+def _refuse_nul() -> None:
+    """No field takes a NUL character, and PostgreSQL cannot store one: refuse it at the door."""
+    sources = [("query parameter", request.args)]
+    if request.mimetype in ("application/x-www-form-urlencoded", "multipart/form-data"):
+        sources.append(("form field", request.form))  # other bodies are read by their views
+    for where, values in sources:
+        for name, value in values.items(multi=True):
+            if "\x00" in value or "\x00" in name:
+                raise BadRequest(f"the {where} {name[:40]!r} contains a NUL character, "
+                                 "which no field accepts")
 
 
 def _security_headers(response: Response) -> Response:
@@ -62,15 +82,45 @@ def _for_machines() -> bool:
     return request.path.startswith("/sitemaps/")
 
 
+def json_error(status: int, message: str, errors: list[dict] | None = None,
+               headers: dict[str, str] | None = None) -> Response:
+    """The API's error body: the same shape for every status, whatever raised it."""
+    code = HTTP_STATUS_CODES.get(status, "error").lower().replace(" ", "_").replace("-", "_")
+    response = jsonify(error={"status": status, "code": code, "message": message,
+                              "errors": errors or []})
+    response.status_code = status
+    response.headers.update(headers or {})
+    return response
+
+
 def _http_error(error: HTTPException):
+    if request.path.startswith("/api/"):
+        headers = {name: value for name, value in error.get_headers() if name == "Allow"}
+        return json_error(error.code or 500, error.description or error.name, headers=headers)
     if _for_machines():
         return f"{error.code} {error.name}: {error.description}\n", error.code, {
             "Content-Type": "text/plain; charset=utf-8"}
-    return render_template("errors/error.html", error=error), error.code
+    try:
+        return render_template("errors/error.html", error=error), error.code
+    except Exception:  # the page itself needs the database (the account menu): say it plainly
+        return f"{error.code} {error.name}: {error.description}\n", error.code, {
+            "Content-Type": "text/plain; charset=utf-8"}
 
 
 def _unexpected_error(error: Exception):
     if isinstance(error, HTTPException):
         return _http_error(error)
+    if isinstance(error, (OperationalError, InterfaceError)):
+        current_app.logger.warning("the database is unreachable on %s %s: %s", request.method,
+                                   request.path, getattr(error, "orig", error))
+        try:
+            get_session().rollback()
+        except (OperationalError, InterfaceError):
+            pass  # nothing was written over a connection that is gone
+        unavailable = ServiceUnavailable("The database is not answering. Nothing was changed; "
+                                         "try again in a moment.")
+        unavailable.retry_after = 5
+        return _http_error(unavailable)
+    current_app.logger.exception("unexpected error on %s %s", request.method, request.path)
     get_session().rollback()
     return _http_error(InternalServerError())

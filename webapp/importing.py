@@ -8,8 +8,10 @@ commits; a file that cannot be read at all raises ImportFormatError and stores n
 
 from __future__ import annotations
 
+import bisect
 import csv
 import multiprocessing
+import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TextIO
 
-from sqlalchemy import func, select, update
+from sqlalchemy import ARRAY, any_, bindparam, func, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
@@ -41,6 +43,13 @@ class ImportReport:
     duplicates: int = 0
     change_seq: int = 0  # the site's change number this import's writes carry, once it has one
     rejections: list[tuple[int, str]] = field(default_factory=list)
+    unchanged_locs: set[str] | None = None  # a set: write_batch adds the locs it left alone
+
+    def take_change_seq(self, session: Session, site_id: int) -> int:
+        """One change number for the whole import, taken (locking the site) at its first change."""
+        if not self.change_seq:
+            self.change_seq = next_change_seq(session, site_id)
+        return self.change_seq
 
     def reject(self, line: int, reason: str) -> None:
         self.rejected += 1
@@ -104,7 +113,7 @@ def _is_field_value(cell: str) -> bool:
 def text_chunks(stream: TextIO, first_line: int, first: str, quoted: bool,
                 size: int) -> Iterator[tuple[int, str]]:
     """(number of its first line, text) pieces of whole lines; with `quoted` (CSV), never
-    cutting inside a quoted field."""
+    cutting inside a quoted field (a field left open runs to the end of the file, as in CSV)."""
     line, carry = first_line, first
     while True:
         block = stream.read(size)
@@ -113,28 +122,31 @@ def text_chunks(stream: TextIO, first_line: int, first: str, quoted: bool,
             if text:
                 yield line, text
             return
-        cut = _cut(text, quoted, stuck=len(text) > 2 * size)
+        cut = _cut(text, quoted)
         if cut:
             yield line, text[:cut]
             line += text.count("\n", 0, cut)
         carry = text[cut:]
 
 
-def _cut(text: str, quoted: bool, stuck: bool) -> int:
-    """Where to end a chunk: after the last line break outside quotes (as far as we can tell)."""
+# A quoted field as the csv module reads one: the quote opens it only at the start of a field
+# (a quote inside an unquoted field, as in 5"-screen, is a plain character); "" is a quote.
+_QUOTED_FIELD = re.compile(r'(?:^|(?<=[,\n]))"(?:[^"]|"")*(?:"|\Z)')
+
+
+def _cut(text: str, quoted: bool) -> int:
+    """Where to end a chunk: after the last line break outside quoted fields (0: none yet)."""
     cut = text.rfind("\n") + 1
-    if not quoted:
+    if not quoted or '"' not in text:
         return cut
-    quotes = text.count('"', 0, cut)
-    while cut and quotes % 2:  # an odd number of quotes before it: inside a quoted field
-        previous = text.rfind("\n", 0, cut - 1) + 1
-        quotes -= text.count('"', previous, cut)
-        cut = previous
-    if not cut and stuck:
-        # A quote inside an unquoted field (5"-screen) is literal to CSV but spoils the count;
-        # cut by lines and let the csv module read the quote as it will.
-        return text.rfind("\n") + 1
-    return cut
+    spans = [match.span() for match in _QUOTED_FIELD.finditer(text)]
+    starts = [start for start, _ in spans]
+    while cut:
+        at = bisect.bisect_right(starts, cut - 1) - 1  # the last field starting before the break
+        if at < 0 or spans[at][1] <= cut - 1:
+            return cut
+        cut = text.rfind("\n", 0, spans[at][0]) + 1
+    return 0
 
 
 def _map_ahead(pool: ProcessPoolExecutor, function: Callable, chunks: Iterable) -> Iterator:
@@ -165,19 +177,22 @@ def import_urls(session: Session, site: Site, stream: TextIO, parallel: bool | N
     try:
         columns, first_line, first = read_header(stream)
         validate = partial(validate_text, site.base_url, site.encoding, columns)
+        loc_at = columns.index("loc") if columns else 0
         chunks = text_chunks(stream, first_line, first, quoted=bool(columns), size=chunk_chars)
         # Rows above this id were added by this import: meeting one again is a repeated line.
         last_id_before = session.scalar(select(func.max(Url.id))) or 0
-        for valid, rejected in (_map_ahead(pool, validate, chunks) if pool else map(validate, chunks)):
+        checked = _map_ahead(pool, validate, chunks) if pool else map(validate, chunks)
+        for valid, rejected in checked:
             for line, reason in rejected:
                 report.reject(line, reason)
             batch: dict[str, tuple] = {}
             for values in valid:
-                if values[0] in batch:
+                loc = values[loc_at]
+                if loc in batch:
                     report.duplicates += 1
-                batch[values[0]] = values
+                batch[loc] = values
             if batch:
-                _write_batch(session, site, columns or ("loc",), batch, report, last_id_before)
+                write_batch(session, site, columns or ("loc",), batch, report, last_id_before)
             if progress and size:
                 progress(min(stream.tell(), size), size)
     except (UnicodeDecodeError, csv.Error) as exc:
@@ -196,33 +211,51 @@ def _size(stream: TextIO) -> int:
 
 
 def _insert_many(connection: Connection, rows: list[tuple]) -> None:
-    """Insert (site_id, change_seq, loc, lastmod, changefreq, priority) tuples with the driver's executemany.
+    """Insert (site_id, change_seq, loc, lastmod, changefreq, priority) tuples at driver speed.
 
     SQLAlchemy's executemany builds and processes a parameter dict per row, which doubled the
     cost of a large import; the values here are already validated, and bound, never spliced.
     """
-    mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
     names = ("site_id", "change_seq", *COLUMNS)
+    if connection.dialect.name == "postgresql":
+        # COPY, in the same transaction: a tenth of the time of even a pipelined executemany.
+        cursor = connection.connection.dbapi_connection.cursor()
+        with cursor.copy(f"COPY {Url.__tablename__} ({', '.join(names)}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        cursor.close()
+        return
+    mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
     connection.exec_driver_sql(
         f"INSERT INTO {Url.__tablename__} ({', '.join(names)}) "
         f"VALUES ({', '.join([mark] * len(names))})", rows)
 
 
-def _write_batch(session: Session, site: Site, columns: tuple[str, ...],
+def write_batch(session: Session, site: Site, columns: tuple[str, ...],
                  batch: dict[str, tuple], report: ImportReport, last_id_before: int) -> None:
-    """Insert the new locs, update the changed ones, undelete the deleted ones."""
+    """Insert the new locs, update the changed ones, undelete the deleted ones.
+
+    `batch` maps each loc to its checked values in the order of `columns`; columns left out
+    keep their stored values. Rows above `last_id_before` were added by this same import.
+    """
     connection = session.connection()
+    if connection.dialect.name == "postgresql":
+        # One array parameter: thousands of IN parameters cost PostgreSQL more to plan than
+        # the lookup itself.
+        wanted = Url.loc == any_(bindparam("locs", list(batch), type_=ARRAY(Url.loc.type)))
+    else:
+        wanted = Url.loc.in_(list(batch))
     existing = {row.loc: row for row in connection.execute(
         select(Url.id, Url.loc, Url.deleted_at, *(getattr(Url, name) for name in COLUMNS[1:]))
-        .where(Url.site_id == site.id, Url.loc.in_(list(batch))))}
+        .where(Url.site_id == site.id, wanted))}
     positions = [(columns.index(name) if name in columns else None) for name in COLUMNS]
     inserts, updates = [], []
 
-    def seq() -> int:  # one change number for the whole import, taken at its first change
-        if not report.change_seq:
-            report.change_seq = next_change_seq(session, site.id)
-        return report.change_seq
+    def seq() -> int:
+        return report.take_change_seq(session, site.id)
 
+    # The rows were read before this import took the site's change number (its lock): a delete
+    # committed in between is undone by setting deleted_at on every update, as if it came first.
     for loc, values in batch.items():
         row = existing.get(loc)
         if row is None:
@@ -234,15 +267,17 @@ def _write_batch(session: Session, site: Site, columns: tuple[str, ...],
         if row.id > last_id_before and row.deleted_at is None:
             report.duplicates += 1
             if changed:
-                updates.append({"id": row.id, "change_seq": seq(), **changed})
+                updates.append({"id": row.id, "deleted_at": None, "change_seq": seq(), **changed})
         elif row.deleted_at is not None:
             updates.append({"id": row.id, "deleted_at": None, "change_seq": seq(), **given})
             report.added += 1
         elif changed:
-            updates.append({"id": row.id, "change_seq": seq(), **changed})
+            updates.append({"id": row.id, "deleted_at": None, "change_seq": seq(), **changed})
             report.updated += 1
         else:
             report.unchanged += 1
+            if report.unchanged_locs is not None:
+                report.unchanged_locs.add(loc)
     if inserts:
         _insert_many(connection, inserts)
     if updates:

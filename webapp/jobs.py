@@ -199,6 +199,19 @@ def notify_site(site_id: int, app: Flask | None = None,
     return announce(site_id, app), deliver(app, site_id=site_id, hold=hold)
 
 
+def regenerate_now(site_id: int, app: Flask | None = None,
+                   progress: Callable[[int, int], None] | None = None) -> str:
+    """"Regenerate now" of the dashboard and the API: generate, then announce what changed;
+    the outcome in a sentence, or RuntimeError when the generation failed."""
+    app = app or current_app
+    generation = regenerate(site_id, app, progress=progress)
+    if generation.status == "failed":
+        raise RuntimeError(f"generation {generation.id} failed: {generation.error}")
+    planned, _ = notify_site(site_id, app)
+    return (f"generation {generation.id}: {generation.status}, {generation.url_count} URLs "
+            f"in {generation.file_count} files; {len(planned)} announcements planned")
+
+
 def delivery_lease(config: dict) -> timedelta:
     """How long a claimed record stays with its sender: a token request and a submission."""
     return timedelta(seconds=2 * config["NOTIFY_TIMEOUT"] + 30)

@@ -191,6 +191,9 @@ class Generation(Base):
     rollback_of: Mapped[int | None] = mapped_column(Integer)
     # The site's change_seq when the run started: every URL change up to it is in the output.
     change_seq: Mapped[int | None] = mapped_column(BigInteger)
+    # A digest of everything besides the URLs that shapes the files (header, defaults, limits,
+    # names): a later run may reuse this run's files only while it is the same.
+    layout: Mapped[str | None] = mapped_column(String(64))
 
     site: Mapped[Site] = relationship(back_populates="generations")
     files: Mapped[list[GenerationFile]] = relationship(
@@ -269,6 +272,50 @@ class Delivery(Base):
 
     def __repr__(self) -> str:
         return f"<Delivery {self.id} site={self.site_id} {self.engine} {self.status}>"
+
+
+class ApiToken(Base):
+    """A bearer token of the JSON API: it acts for its user, on its sites, within its scope.
+
+    Only a SHA-256 digest of the secret is kept; `prefix` is the start of the secret, shown so
+    that people can tell their tokens apart.
+    """
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(100))
+    prefix: Mapped[str] = mapped_column(String(16))
+    secret_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    scope: Mapped[str] = mapped_column(String(8))  # read or write
+    all_sites: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The rate limit: requests counted in the window that started at window_start.
+    window_start: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    window_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+
+    user: Mapped[User] = relationship()
+    sites: Mapped[list[Site]] = relationship(secondary="api_token_sites", order_by="Site.slug")
+
+    def __repr__(self) -> str:
+        return f"<ApiToken {self.id} {self.prefix}... {self.scope}>"
+
+
+class ApiTokenSite(Base):
+    """A site a token may act on (tokens for all sites have no rows here)."""
+
+    __tablename__ = "api_token_sites"
+
+    token_id: Mapped[int] = mapped_column(ForeignKey("api_tokens.id", ondelete="CASCADE"),
+                                          primary_key=True)
+    site_id: Mapped[int] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"),
+                                         primary_key=True, index=True)
+
+    def __repr__(self) -> str:
+        return f"<ApiTokenSite token={self.token_id} site={self.site_id}>"
 
 
 class User(Timestamps, Base):

@@ -9,7 +9,9 @@ on one database (a standby, or a mistake) never do the same work twice.
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -17,6 +19,7 @@ from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from flask import Flask
 from sqlalchemy import or_, select
+from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session
 
 from webapp import jobs, runs
@@ -86,13 +89,31 @@ def deliver_due(app: Flask) -> None:
     jobs.deliver(app)
 
 
+def _database_may_fail(job: Callable[[Flask], object]) -> Callable[[Flask], None]:
+    """While the database is unreachable, each tick says so in one line and the next tick
+    tries again: the process keeps running and recovers by itself."""
+
+    @functools.wraps(job)
+    def tick(app: Flask) -> None:
+        try:
+            job(app)
+        except (OperationalError, InterfaceError) as exc:
+            reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
+            log.warning("%s: the database is unreachable (%s); trying again at the next tick",
+                        job.__name__, reason)
+
+    return tick
+
+
 def add_jobs(scheduler: BaseScheduler, app: Flask) -> None:
     """The one job list. A tick that is still running when the next is due is not doubled."""
     tick = IntervalTrigger(seconds=app.config["SCHEDULER_TICK_SECONDS"], timezone=UTC)
     options = {"coalesce": True, "max_instances": 1, "misfire_grace_time": None,
                "replace_existing": True, "next_run_time": datetime.now(UTC)}  # first tick at once
-    scheduler.add_job(run_due_sites, tick, args=[app], id="regenerate-due-sites", **options)
-    scheduler.add_job(deliver_due, tick, args=[app], id="deliver-due-announcements", **options)
+    scheduler.add_job(_database_may_fail(run_due_sites), tick, args=[app],
+                      id="regenerate-due-sites", **options)
+    scheduler.add_job(_database_may_fail(deliver_due), tick, args=[app],
+                      id="deliver-due-announcements", **options)
 
 
 @dataclass(frozen=True)

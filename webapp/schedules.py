@@ -14,14 +14,14 @@ from webapp.errors import InvalidValue
 DEFAULT_SCHEDULE = "every 6h"
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 MAX_INTERVAL = 365 * 86400
-_EVERY = re.compile(r"every\s+(\d+)\s*([smhd])")
+_EVERY = re.compile(r"every\s+0*(\d+)\s*([smhd])")
 
 
 def check_timezone(value: str) -> str:
     value = value.strip()
     try:
         ZoneInfo(value)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a name too long for a file
         raise InvalidValue("timezone", value, "must be a time zone name such as UTC, "
                            "Europe/Paris or America/New_York") from None
     return value
@@ -64,10 +64,11 @@ def check_schedule(value: str) -> str:
         return text
     every = _EVERY.fullmatch(text)
     if every:
-        seconds = int(every.group(1)) * UNITS[every.group(2)]
+        digits = every.group(1)  # more than 9 is over a year in any unit (and slow to read)
+        seconds = int(digits) * UNITS[every.group(2)] if len(digits) <= 9 else MAX_INTERVAL + 1
         if not 1 <= seconds <= MAX_INTERVAL:
             raise InvalidValue("schedule", value, "must be an interval from 1 second to 365 days")
-        return f"every {int(every.group(1))}{every.group(2)}"
+        return f"every {int(digits)}{every.group(2)}"
     if text.startswith("cron:"):
         expression = text.removeprefix("cron:").strip()
         _cron(expression, "UTC")

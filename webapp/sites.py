@@ -5,15 +5,16 @@ from __future__ import annotations
 import os
 import re
 import unicodedata
-from datetime import datetime
 from collections.abc import Callable, Mapping
+from datetime import datetime
 
 from sqlalchemy import delete, func, or_, select
 from sqlalchemy.orm import Session
 
 from webapp.changes import committed_change_seq
-from webapp.errors import InvalidValue, NotFound
+from webapp.errors import Conflict, InvalidValue, NotFound
 from webapp.models import Site, Url, new_indexnow_key, utcnow
+from webapp.notify.base import is_http_url
 from webapp.notify.ledger import set_position
 from webapp.notify.ping import check_templates
 from webapp.protocol import (
@@ -86,7 +87,8 @@ def _file_stem(sitemap_url: str) -> tuple[str, str]:
 def _check_own_file_names(session: Session, site: Site, sitemap_url: str) -> None:
     """Two sites publishing into one folder must not publish files of the same name."""
     folder, stem = _file_stem(sitemap_url)
-    for other in session.scalars(select(Site).where(Site.id != site.id) if site.id else select(Site)):
+    others = select(Site).where(Site.id != site.id) if site.id else select(Site)
+    for other in session.scalars(others):
         other_folder, other_stem = _file_stem(other.sitemap_url)
         if folder != other_folder:
             continue
@@ -153,7 +155,7 @@ def _check_indexnow_key(value: str) -> str:
 def _check_endpoint(name: str) -> Callable[[str], str | None]:
     def check(value: str) -> str | None:
         value = value.strip()
-        if value and not re.fullmatch(r"https?://[^\s/?#@\[\]]+(/\S*)?", value):
+        if value and not is_http_url(value):
             raise InvalidValue(name, value, "must be an http:// or https:// URL without a user "
                                "name or password, or empty for the default")
         return value or None
@@ -227,11 +229,20 @@ SETTINGS: dict[str, tuple[Callable[[str], object], Callable[[object], str]]] = {
 }
 
 
-def _parse_setting(name: str, raw: str) -> object:
+def _parse_setting(name: str, raw: str | list[str]) -> object:
+    texts = (raw if isinstance(raw, list) else [str(raw)]) or [""]  # a list: the API's ping_urls
+    if any("\x00" in text for text in texts):
+        raise InvalidValue(name, texts[0][:40], "must not contain NUL characters")
+    limit = getattr(Site.__table__.c[name].type, "length", None)
+    if limit and len(texts[0]) > 2 * limit:  # far beyond what any rule below could accept
+        raise InvalidValue(name, texts[0][:40], f"must be at most {limit} characters")
     try:
-        return SETTINGS[name][0](raw)
+        value = SETTINGS[name][0](raw)
     except InvalidValue as exc:  # the URL rules name URL fields; say which setting it was
         raise InvalidValue(name, exc.value, exc.rule) from None
+    if limit and isinstance(value, str) and len(value) > limit:
+        raise InvalidValue(name, value[:40], f"must be at most {limit} characters")
+    return value
 
 
 def site_settings(site: Site) -> dict[str, str]:
@@ -254,7 +265,7 @@ def update_site(session: Session, site: Site, changes: Mapping[str, str]) -> str
     if "slug" in values and values["slug"] != site.slug:
         taken = session.scalar(select(Site.id).where(Site.slug == values["slug"]))
         if taken is not None:
-            raise InvalidValue("slug", values["slug"], "is already used by another site")
+            raise Conflict("slug", values["slug"], "is already used by another site")
     if base_url != site.base_url and site.id is not None:
         outside = session.scalar(select(func.count()).select_from(Url).where(
             Url.site_id == site.id, Url.deleted_at.is_(None),
@@ -308,8 +319,9 @@ def create_site(session: Session, name: str, base_url: str, sitemap_url: str | N
     base = normalize_base_url(base_url, encoding)
     site = Site(name=_check_name(name), slug=_slug_from(session, name), base_url=base,
                 sitemap_url=base + "sitemap.xml", encoding=encoding,
-                max_urls_per_file=MAX_URLS_PER_FILE, stylesheet=True, indexnow_key=new_indexnow_key(),
-                schedule=DEFAULT_SCHEDULE, timezone="UTC", change_delay=60)
+                max_urls_per_file=MAX_URLS_PER_FILE, stylesheet=True,
+                indexnow_key=new_indexnow_key(), schedule=DEFAULT_SCHEDULE, timezone="UTC",
+                change_delay=60)
     warning = update_site(session, site, {"sitemap_url": sitemap_url or base + "sitemap.xml"})
     session.add(site)
     session.flush()

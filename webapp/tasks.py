@@ -48,13 +48,17 @@ def _folder(app: Flask) -> Path:
     return folder
 
 
-def start(app: Flask, kind: str, site: str, work: Callable[[Progress], str]) -> str:
-    """Run `work(progress)` in the background; its return value is the task's closing message."""
+def start(app: Flask, kind: str, site: str, work: Callable[[Progress], str],
+          site_id: int | None = None) -> str:
+    """Run `work(progress)` in the background; its return value is the task's closing message.
+
+    `site` is the slug shown; `site_id` names the site for good (a slug can be renamed)."""
     global _pool
     task_id = uuid.uuid4().hex
     _prune(_folder(app))
     progress = Progress(_folder(app) / f"{task_id}.json", {
-        "id": task_id, "kind": kind, "site": site, "status": "running", "done": 0,
+        "id": task_id, "kind": kind, "site": site, "site_id": site_id, "status": "running",
+        "done": 0,
         "total": None, "message": "", "pid": os.getpid(), "started": time.time()})
     progress.save()
 

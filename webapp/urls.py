@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from urllib.parse import quote
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
@@ -39,6 +41,19 @@ def clean_alternates(site: Site, pairs: Iterable[str]) -> dict[str, str]:
     return alternates
 
 
+def starting_with(site: Site, text: str) -> tuple:
+    """Conditions for the URLs starting with `text`: a path of the site, or a whole URL.
+
+    Written as a range as well, so that the (site, loc) index finds them at once.
+    """
+    text = text.strip()
+    prefix = text if text.startswith(("http://", "https://")) else \
+        site.base_url + quote(text.lstrip("/"), safe="/:?&=%#;,+@!$'()*~",
+                              encoding=site.encoding, errors="replace")
+    return (Url.loc >= prefix, Url.loc < prefix + "\U0010ffff",
+            Url.loc.startswith(prefix, autoescape=True))
+
+
 def find_url(session: Session, site: Site, loc: str) -> Url:
     url = session.scalar(select(Url).where(Url.site_id == site.id, Url.loc == loc,
                                            Url.deleted_at.is_(None)))
@@ -47,10 +62,23 @@ def find_url(session: Session, site: Site, loc: str) -> Url:
     return url
 
 
-def save_url(session: Session, site: Site, loc: str, fields: dict[str, str | None] | None = None,
-             images: Iterable[str] | None = None,
-             alternates: Iterable[str] | None = None) -> tuple[Url, bool]:
-    """Add a URL, or update the one with the same loc; True when it is new (or was deleted)."""
+@dataclass(frozen=True)
+class CheckedUrl:
+    """A URL's values after every rule: what `write_url` stores."""
+
+    loc: str
+    values: dict[str, object]
+    images: list[str] | None  # None: leave the stored images as they are
+    alternates: dict[str, str] | None
+
+
+def check_url(site: Site, loc: str, fields: dict[str, str | None] | None = None,
+              images: Iterable[str] | None = None,
+              alternates: Iterable[str] | Mapping[str, str] | None = None) -> CheckedUrl:
+    """Normalise a URL's values or raise InvalidValue naming the field; touches no data.
+
+    `alternates` are `lang=URL` pairs as typed, or a {hreflang: URL} mapping.
+    """
     loc = scope_of(site).normalize(loc)
     values = clean_fields(fields or {})
     image_locs = None if images is None else [
@@ -58,39 +86,87 @@ def save_url(session: Session, site: Site, loc: str, fields: dict[str, str | Non
     if image_locs is not None and len(image_locs) > MAX_IMAGES_PER_URL:
         raise InvalidValue("image", f"{len(image_locs)} images",
                            f"a URL may have at most {MAX_IMAGES_PER_URL}")
+    if isinstance(alternates, Mapping):
+        alternates = [f"{lang}={href}" for lang, href in alternates.items()]
     alternate_map = None if alternates is None else clean_alternates(site, alternates)
     if alternate_map and loc not in alternate_map.values():
         # hreflang: every page of a cluster lists all its versions, itself included.
         raise InvalidValue("alternate", ", ".join(alternate_map), f"must include {loc} itself "
                            "with its own language, e.g. en=" + loc)
-    url = session.scalar(select(Url).where(Url.site_id == site.id, Url.loc == loc))
-    created = url is None or url.deleted_at is not None
-    # Nothing is written before the site's change number is taken: every writer locks the
-    # site's row first and the URL rows after, so two writers cannot deadlock.
-    with session.no_autoflush:
-        before = None if created else _content(url)
-        if url is None:
-            url = Url(site_id=site.id, loc=loc)
-            session.add(url)
-        url.deleted_at = None
-        for name, value in values.items():
-            setattr(url, name, value)
-        if image_locs is not None:
-            url.images = [UrlImage(loc=image, position=n) for n, image in enumerate(image_locs)]
-        if alternate_map is not None:
-            url.alternates = [UrlAlternate(hreflang=lang, href=href)
-                              for lang, href in sorted(alternate_map.items())]
-        if created or _content(url) != before:
-            url.change_seq = next_change_seq(session, site.id)
-    session.flush()
+    return CheckedUrl(loc, values, image_locs, alternate_map)
+
+
+def save_url(session: Session, site: Site, loc: str, fields: dict[str, str | None] | None = None,
+             images: Iterable[str] | None = None,
+             alternates: Iterable[str] | None = None) -> tuple[Url, bool]:
+    """Add a URL, or update the one with the same loc; True when it is new (or was deleted)."""
+    url, created, _ = write_url(session, site, check_url(site, loc, fields, images, alternates))
     return url, created
+
+
+def write_url(session: Session, site: Site, checked: CheckedUrl) -> tuple[Url, bool, bool]:
+    """Store a checked URL: (the row, whether it is new or was deleted, whether it changed)."""
+    url = session.scalar(select(Url).where(Url.site_id == site.id, Url.loc == checked.loc))
+    if url is not None and url.deleted_at is None and _content(url) == _content_after(url, checked):
+        return url, False, False
+    # Every writer locks the site's row (its change number) before it writes URL rows, so two
+    # writers cannot deadlock; what was read before the lock is read again after it.
+    seq = next_change_seq(session, site.id)
+    if url is not None:
+        session.expire(url)
+    created = url is None or url.deleted_at is not None
+    before = None if created else _content(url)
+    if url is None:
+        url = Url(site_id=site.id, loc=checked.loc)
+        session.add(url)
+    url.deleted_at = None
+    for name, value in checked.values.items():
+        setattr(url, name, value)
+    # Old child rows go before new ones are added: (url, hreflang) is unique.
+    if checked.images is not None and _images(url) != _images_after(checked):
+        url.images.clear()
+        session.flush()
+        url.images = [UrlImage(loc=image, position=n) for n, image in enumerate(checked.images)]
+    if checked.alternates is not None and _alternates(url) != _alternates_after(checked):
+        url.alternates.clear()
+        session.flush()
+        url.alternates = [UrlAlternate(hreflang=lang, href=href)
+                          for lang, href in sorted(checked.alternates.items())]
+    changed = created or _content(url) != before
+    if changed:
+        url.change_seq = seq
+    session.flush()
+    return url, created, changed
 
 
 def _content(url: Url) -> tuple:
     """Everything a sitemap says about a URL: a difference is a change worth announcing."""
-    return (url.lastmod, url.changefreq, url.priority,
-            [(image.loc, image.title, image.caption) for image in url.images],
-            [(alternate.hreflang, alternate.href) for alternate in url.alternates])
+    return url.lastmod, url.changefreq, url.priority, _images(url), _alternates(url)
+
+
+def _content_after(url: Url, checked: CheckedUrl) -> tuple:
+    """What `_content` would say once `checked` is written over `url`."""
+    values = {"lastmod": url.lastmod, "changefreq": url.changefreq, "priority": url.priority,
+              **checked.values}
+    return (values["lastmod"], values["changefreq"], values["priority"],
+            _images(url) if checked.images is None else _images_after(checked),
+            _alternates(url) if checked.alternates is None else _alternates_after(checked))
+
+
+def _images(url: Url) -> list[tuple]:
+    return [(image.loc, image.title, image.caption) for image in url.images]
+
+
+def _images_after(checked: CheckedUrl) -> list[tuple]:
+    return [(image, None, None) for image in checked.images or ()]
+
+
+def _alternates(url: Url) -> list[tuple]:
+    return [(alternate.hreflang, alternate.href) for alternate in url.alternates]
+
+
+def _alternates_after(checked: CheckedUrl) -> list[tuple]:
+    return sorted((checked.alternates or {}).items())
 
 
 def delete_urls(session: Session, site: Site, ids: Iterable[int]) -> int:

@@ -29,8 +29,11 @@ def friendly_errors(command):
             reason = str(exc.orig).strip().splitlines()[0]
             if "locked" in reason or "could not obtain lock" in reason:
                 raise click.ClickException(f"the database is busy ({reason}); try again") from None
-            raise click.ClickException(
-                f"the database is not ready ({reason}); run `alembic upgrade head` first") from None
+            if "no such table" in reason or "does not exist" in reason or "no such column" in reason:
+                raise click.ClickException(f"the database is not ready ({reason}); run "
+                                           "`alembic upgrade head` first") from None
+            raise click.ClickException(f"the database is unreachable ({reason}); try again "
+                                       "when it answers") from None
         except OSError as exc:
             where = f": {exc.filename}" if exc.filename else ""
             raise click.ClickException(f"{exc.strerror or exc}{where}") from None
@@ -40,8 +43,8 @@ def friendly_errors(command):
 
 
 def init_app(app: Flask) -> None:
-    from webapp.cli import notify, scheduler, sitemaps, sites, urls, users
+    from webapp.cli import notify, scheduler, sitemaps, sites, tokens, urls, users
 
-    for module in (sites, urls, sitemaps, notify, scheduler, users):
+    for module in (sites, urls, sitemaps, notify, scheduler, users, tokens):
         app.cli.add_command(module.group)
     app.cli.add_command(notify.notify_command)

@@ -10,8 +10,8 @@ from sqlalchemy import func, select
 from webapp.cli import friendly_errors
 from webapp.db import session_scope
 from webapp.models import Site, Url, utcnow
-from webapp.sitemaps import get_store
 from webapp.protocol import check_site_scope
+from webapp.sitemaps import get_store
 from webapp.sites import create_site, delete_site, find_site, site_settings, update_site
 
 group = AppGroup("sites", help="Create, list, show and change sites.")

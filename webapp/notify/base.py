@@ -129,6 +129,18 @@ def _reason(exc: Exception) -> str:
     return text.rpartition("): ")[2][:200] or text[:200]
 
 
+def is_http_url(url: str) -> bool:
+    """An address requests can be sent to: http(s), a host, a port in range, no user name or
+    password, no white space."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a port out of range
+    except ValueError:  # an unclosed [IPv6] host, a port that is not a number or out of range
+        return False
+    return (parts.scheme in ("http", "https") and bool(parts.hostname)
+            and "@" not in parts.netloc and not any(character.isspace() for character in url))
+
+
 def address(url: str) -> str:
     """host[:port] of a URL, without any user name or password in it."""
     try:

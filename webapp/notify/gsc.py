@@ -12,8 +12,8 @@ import threading
 from urllib.parse import quote
 
 import google.auth.exceptions
-import requests
 import google.auth.transport.requests
+import requests
 from google.oauth2 import service_account
 
 from webapp.errors import InvalidValue

@@ -9,6 +9,7 @@ conditional UPDATE, so two processes never send the same record at once.
 from __future__ import annotations
 
 import random
+import re
 from datetime import datetime, timedelta
 
 from sqlalchemy import and_, or_, select, update
@@ -167,8 +168,10 @@ def failed(session: Session, delivery: Delivery, error: DeliveryError, now: date
     """Schedule the next attempt when one can help and some are left, else give up."""
     fields = dict(http_status=error.status, response_excerpt=error.excerpt or None)
     if error.permanent or delivery.attempts >= delivery.attempt_limit:
-        why = "" if error.permanent else f" (gave up after {delivery.attempts} attempts)"
-        return _finish(session, delivery, status="failed", outcome=error.meaning + why,
+        outcome = error.meaning if error.permanent else re.sub(
+            r"; will try again( later)?$", "", error.meaning) + \
+            f"; gave up after {delivery.attempts} attempts (retry it when the engine is back)"
+        return _finish(session, delivery, status="failed", outcome=outcome,
                        finished_at=now, next_attempt_at=None, **fields)
     wait = backoff(delivery.attempts, base_seconds, error.retry_after, rng)
     return _finish(session, delivery, status="pending", outcome=error.meaning,

@@ -11,7 +11,7 @@ from urllib.parse import quote, urlsplit
 
 from webapp.errors import InvalidValue
 from webapp.models import Delivery, Site
-from webapp.notify.base import Answer, send
+from webapp.notify.base import Answer, is_http_url, send
 
 RETIRED = re.compile(r"(^|\.)(google|bing)\.com$")
 
@@ -24,16 +24,13 @@ def templates(site: Site) -> list[str]:
     return [line for line in (site.ping_urls or "").split("\n") if line]
 
 
-def check_templates(value: str) -> str | None:
-    """Comma-separated templates, each an http(s) URL with {sitemap}; stored one per line."""
-    found = [part.strip() for part in value.split(",") if part.strip()]
+def check_templates(value: str | list[str]) -> str | None:
+    """Templates, each an http(s) URL with {sitemap}: comma-separated text as typed, or a list
+    (the API's, whose items may hold commas); stored one per line."""
+    parts = value if isinstance(value, list) else value.split(",")
+    found = [part.strip() for part in parts if part.strip()]
     for template in found:
-        try:
-            parts = urlsplit(template.replace("{sitemap}", "x"))
-            usable = parts.scheme in ("http", "https") and parts.hostname and "@" not in parts.netloc
-        except ValueError:  # e.g. an unclosed [IPv6] host
-            usable = False
-        if not usable or " " in template:
+        if not is_http_url(template.replace("{sitemap}", "x")):
             raise InvalidValue("ping_urls", template, "must be an http:// or https:// URL "
                                "without a user name or password")
         if len(template) > 1000:
@@ -41,6 +38,7 @@ def check_templates(value: str) -> str | None:
         if "{sitemap}" not in template:
             raise InvalidValue("ping_urls", template, "must contain {sitemap}, which is replaced "
                                "by the URL-encoded sitemap URL")
+        parts = urlsplit(template.replace("{sitemap}", "x"))
         if RETIRED.search(parts.hostname) and "/ping" in parts.path.lower():
             raise InvalidValue("ping_urls", template, "is a retired endpoint (Google's answers "
                                "404 since 2023, Bing's 410 since 2022); use Search Console "

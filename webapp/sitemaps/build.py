@@ -146,8 +146,10 @@ def _compress_and_hash(path: Path, built: BuiltFile) -> BuiltFile:
 class UrlsetWriter:
     """Writes `<url>` fragments into `<stem>-1.xml`, `<stem>-2.xml`, ... within the limits."""
 
-    def __init__(self, folder: Path, stem: str, header: str, limits: Limits = Limits()):
+    def __init__(self, folder: Path, stem: str, header: str, limits: Limits = Limits(),
+                 first_number: int = 1):
         self.folder, self.stem, self.header, self.limits = folder, stem, header, limits
+        self.first_number = first_number  # of the first file written: <stem>-<first_number>.xml
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sitemap-gzip")
         self._futures: list[Future[BuiltFile]] = []
 
@@ -172,9 +174,12 @@ class UrlsetWriter:
                         raise SitemapLimitError(
                             f"the entry for URL id {url_id} alone is {length} bytes, more than "
                             f"fits in one sitemap file of {self.limits.max_bytes} bytes")
-                    built = BuiltFile(f"{self.stem}-{len(self._futures) + 1}.xml", "urlset", 0, 0,
+                    number = self.first_number + len(self._futures)
+                    built = BuiltFile(f"{self.stem}-{number}.xml", "urlset", 0, 0,
                                       first_url_id=url_id)
-                    handle = open(self.folder / built.name, "wb")
+                    # "x": never through a name that exists, which may be a hard link to a
+                    # published file of an earlier generation.
+                    handle = open(self.folder / built.name, "xb")
                     handle.write(self.header.encode())
                     count, size = 0, header_bytes
                 buffer.append(fragment)

@@ -12,8 +12,9 @@ import itertools
 import os
 import shutil
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from sqlalchemy import Connection, exists, func, select
@@ -21,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from webapp.models import Generation, GenerationFile, Site, Url, UrlAlternate, UrlImage, utcnow
 from webapp.protocol import directory, normalize_lastmod
+from webapp.sitemaps import incremental
 from webapp.sitemaps.build import (
     STYLESHEET,
     BuiltFile,
@@ -50,8 +52,14 @@ class Published:
         return sum(f.bytes for f in self.files)
 
 
-def _live_urls(site_id: int):
-    return (Url.site_id == site_id, Url.deleted_at.is_(None))
+def _live_urls(site_id: int, after_id: int | None = None, upto_id: int | None = None):
+    """Conditions for the site's live URLs, with ids in (after_id, upto_id] when given."""
+    conditions = [Url.site_id == site_id, Url.deleted_at.is_(None)]
+    if after_id is not None:
+        conditions.append(Url.id > after_id)
+    if upto_id is not None:
+        conditions.append(Url.id <= upto_id)
+    return tuple(conditions)
 
 
 def _grouped(rows, render) -> Iterator[tuple[int, str]]:
@@ -60,37 +68,52 @@ def _grouped(rows, render) -> Iterator[tuple[int, str]]:
         yield url_id, "".join(render(*row[1:]) for row in group)
 
 
-def _extension_streams(connection: Connection, site_id: int, images: bool, alternates: bool):
+def _extension_streams(connection: Connection, site_id: int, images: bool, alternates: bool,
+                       id_range: tuple[int | None, int | None], results: list):
+    """Fragments of each extension in use, by url id; `results` collects the open results."""
     streams = []
     if images:
         rows = connection.execute(
             select(UrlImage.url_id, UrlImage.loc, UrlImage.title, UrlImage.caption)
-            .join(Url, Url.id == UrlImage.url_id).where(*_live_urls(site_id))
+            .join(Url, Url.id == UrlImage.url_id).where(*_live_urls(site_id, *id_range))
             .order_by(UrlImage.url_id, UrlImage.position, UrlImage.id),
             execution_options=STREAM_OPTIONS)
+        results.append(rows)
         streams.append(_grouped(rows, image_fragment))
     if alternates:
         rows = connection.execute(
             select(UrlAlternate.url_id, UrlAlternate.hreflang, UrlAlternate.href)
-            .join(Url, Url.id == UrlAlternate.url_id).where(*_live_urls(site_id))
+            .join(Url, Url.id == UrlAlternate.url_id).where(*_live_urls(site_id, *id_range))
             .order_by(UrlAlternate.url_id, UrlAlternate.hreflang),
             execution_options=STREAM_OPTIONS)
+        results.append(rows)
         streams.append(_grouped(rows, alternate_fragment))
     return streams
 
 
 def url_entries(connection: Connection, site: Site, images: bool = False,
-                alternates: bool = False) -> Iterator[tuple[int, str]]:
-    """(url id, `<url>` fragment) for every live URL of the site, in id order."""
+                alternates: bool = False, after_id: int | None = None,
+                upto_id: int | None = None) -> Iterator[tuple[int, str]]:
+    """(url id, `<url>` fragment) for every live URL of the site (with an id in
+    (after_id, upto_id] when given), in id order."""
     default_changefreq, default_priority = site.default_changefreq, site.default_priority
     rows = connection.execute(
         select(Url.id, Url.loc, Url.lastmod, Url.changefreq, Url.priority)
-        .where(*_live_urls(site.id)).order_by(Url.id), execution_options=STREAM_OPTIONS)
-    extensions_of = _merge(_extension_streams(connection, site.id, images, alternates))
-    for url_id, loc, lastmod, changefreq, priority in rows:
-        yield url_id, url_fragment(loc, lastmod, changefreq or default_changefreq,
-                                   default_priority if priority is None else priority,
-                                   extensions_of(url_id))
+        .where(*_live_urls(site.id, after_id, upto_id)).order_by(Url.id),
+        execution_options=STREAM_OPTIONS)
+    results = [rows]
+    # Closed however the reading ends: a streamed result is a server-side cursor on
+    # PostgreSQL, which must not be left to the garbage collector when a run fails midway.
+    try:
+        extensions_of = _merge(_extension_streams(connection, site.id, images, alternates,
+                                                  (after_id, upto_id), results))
+        for url_id, loc, lastmod, changefreq, priority in rows:
+            yield url_id, url_fragment(loc, lastmod, changefreq or default_changefreq,
+                                       default_priority if priority is None else priority,
+                                       extensions_of(url_id))
+    finally:
+        for result in results:
+            result.close()
 
 
 def _merge(streams: list[Iterator[tuple[int, str]]]) -> Callable[[int], str]:
@@ -113,8 +136,14 @@ def _merge(streams: list[Iterator[tuple[int, str]]]) -> Callable[[int], str]:
 
 
 def _uses(session: Session, site_id: int, model) -> bool:
+    """Whether any live URL of the site has a row of `model` (images, alternates).
+
+    `site_id + 0` keeps SQLite from starting at the site's URLs (an index on them looks
+    cheap to it without statistics), which walked a million URLs to find none; starting at
+    the extension rows, usually few, each URL is found by its key.
+    """
     return bool(session.scalar(select(exists().where(
-        model.url_id == Url.id, *_live_urls(site_id)))))
+        model.url_id == Url.id, Url.site_id + 0 == site_id, Url.deleted_at.is_(None)))))
 
 
 def _previous_files(session: Session, site_id: int) -> tuple[int | None, dict[str, GenerationFile]]:
@@ -151,6 +180,19 @@ def _rename(folder: Path, built: BuiltFile, name: str) -> None:
     built.name = name
 
 
+def _later_than(previous: dict[str, GenerationFile], stamp: str) -> str:
+    """`stamp`, or one second after the newest lastmod published if that is not earlier.
+
+    A lastmod has whole seconds: two runs within one second would otherwise publish the same
+    index bytes (and ETag) over changed files, and a crawler revalidating the index would
+    never hear of the second change. A clock set back is covered the same way.
+    """
+    newest = max((f.lastmod for f in previous.values()), default="")
+    if newest and stamp <= newest:  # one format throughout, so text order is time order
+        return normalize_lastmod(datetime.fromisoformat(newest) + timedelta(seconds=1))
+    return stamp
+
+
 def _carry_lastmods(files: list[BuiltFile], previous: dict[str, GenerationFile], stamp: str) -> None:
     """A file keeps its lastmod while its content is unchanged, so crawlers can skip it."""
     for built in files:
@@ -173,7 +215,8 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
                   limits: Limits | None = None, now: datetime | None = None,
                   before_publish: Callable[[], None] = lambda: None,
                   progress: Callable[[int, int], None] | None = None) -> Published:
-    """Write, record and publish a full sitemap set for `site`.
+    """Write, record and publish a sitemap set for `site`: only the files holding changed
+    URLs when the last generation's files can be reused (see incremental.py), else all.
 
     The caller owns the transaction: `before_publish` runs once the files and their records
     are ready and before the set goes live, so the caller can commit the records first.
@@ -181,15 +224,32 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
     """
     limits = limits or Limits(max_urls=site.max_urls_per_file)
     stem = _entry_name(site).removesuffix(".xml")
-    live = session.scalar(select(func.count()).select_from(Url).where(*_live_urls(site.id)))
-    check_index_size(-(-live // limits.max_urls), limits)  # fail before writing anything
     images = _uses(session, site.id, UrlImage)
     alternates = _uses(session, site.id, UrlAlternate)
+    stylesheet = f"{stem}.xsl" if site.stylesheet else None
+    header = urlset_open(images, alternates, stylesheet)
+    generation.layout = incremental.layout(site, header, limits, _entry_name(site))
+    reuse = incremental.plan(session, site, generation.layout, lambda generation_id: (
+        store.generation_set(site.storage_key, generation_id) is not None))
     with store.staging(site.storage_key, generation.id) as folder:
-        stylesheet = f"{stem}.xsl" if site.stylesheet else None
-        writer = UrlsetWriter(folder, stem, urlset_open(images, alternates, stylesheet), limits)
-        entries = url_entries(session.connection(), site, images, alternates)
-        files = writer.write(_counted(entries, live, progress) if progress else entries)
+        files = None
+        if reuse is not None:
+            connection = session.connection()
+            files = incremental.write_changed(
+                reuse, store, site.storage_key, folder, lambda first_number: UrlsetWriter(
+                    folder, stem, header, limits, first_number=first_number),
+                lambda after, upto: url_entries(connection, site, images, alternates, after,
+                                                upto))
+            if files is not None:
+                check_index_size(len(files), limits)
+        if files is None:
+            _empty(folder)  # links made before falling back must not be written through
+            live = session.scalar(select(func.count()).select_from(Url)
+                                  .where(*_live_urls(site.id)))
+            check_index_size(-(-live // limits.max_urls), limits)  # before writing anything
+            writer = UrlsetWriter(folder, stem, header, limits)
+            with closing(url_entries(session.connection(), site, images, alternates)) as entries:
+                files = writer.write(_counted(entries, live, progress) if progress else entries)
         if not files:
             stylesheet = None  # nothing to render
         elif stylesheet:
@@ -198,6 +258,11 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
             _rename(folder, files[0], _entry_name(site))
         return _finish(session, site, generation, store, folder, files, stylesheet, limits,
                        now, before_publish)
+
+
+def _empty(folder: Path) -> None:
+    for path in folder.iterdir():
+        path.unlink()
 
 
 def republish_site(session: Session, site: Site, generation: Generation, store: SitemapStore,
@@ -230,8 +295,8 @@ def _finish(session: Session, site: Site, generation: Generation, store: Sitemap
             now: datetime | None, before_publish: Callable[[], None]) -> Published:
     """Date the urlset files, add the index, record the set and publish it, unless it is
     exactly what is published already."""
-    stamp = normalize_lastmod(now or utcnow())
     previous_id, previous = _previous_files(session, site.id)
+    stamp = _later_than(previous, normalize_lastmod(now or utcnow()))
     _carry_lastmods(files, previous, stamp)
     if len(files) > 1:
         base = directory(site.sitemap_url)

@@ -130,7 +130,10 @@ class SitemapStore:
     def staging(self, key: str, generation_id: int) -> Iterator[Path]:
         """A private folder to write a generation into; whatever was not published is removed."""
         folder = self.site_folder(key) / f"{STAGING_PREFIX}{generation_id}"
-        shutil.rmtree(folder, ignore_errors=True)
+        # The caller holds the site's lease, so any other staging folder is what a killed run
+        # (SIGKILL, out of memory) left: its `finally` never ran.
+        for left in self.site_folder(key).glob(f"{STAGING_PREFIX}*"):
+            shutil.rmtree(left, ignore_errors=True)
         folder.mkdir(parents=True)
         try:
             yield folder

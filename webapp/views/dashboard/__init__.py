@@ -27,8 +27,9 @@ from webapp.views.dashboard import (  # noqa: E402  (routes attach themselves to
     history,
     sites,
     tasks,
+    tokens,
     urls,
     users,
 )
 
-__all__ = ["account", "bp", "history", "load_site", "sites", "tasks", "urls", "users"]
+__all__ = ["account", "bp", "history", "load_site", "sites", "tasks", "tokens", "urls", "users"]

@@ -173,15 +173,8 @@ def site_regenerate(slug):
     app = current_app._get_current_object()
     site_id = site.id
 
-    def work(progress) -> str:
-        generation = jobs.regenerate(site_id, app, progress=progress)
-        if generation.status == "failed":
-            raise RuntimeError(f"generation {generation.id} failed: {generation.error}")
-        planned, _ = jobs.notify_site(site_id, app)
-        return (f"Generation {generation.id}: {generation.status}, {generation.url_count} URLs "
-                f"in {generation.file_count} files; {len(planned)} announcements planned.")
-
-    task = tasks.start(app, "regenerate", slug, work)
+    task = tasks.start(app, "regenerate", slug,
+                       lambda progress: jobs.regenerate_now(site_id, app, progress) + ".")
     return redirect(url_for("dashboard.task", task_id=task))
 
 

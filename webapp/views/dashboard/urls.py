@@ -8,7 +8,7 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 from flask import (
     Response,
@@ -32,7 +32,7 @@ from webapp.models import Url
 from webapp.notify.base import DeliveryError, fetch
 from webapp.protocol import CHANGEFREQS
 from webapp.sitemap_import import MAX_FILE_BYTES, looks_like_sitemap, sitemap_stream
-from webapp.urls import delete_urls, save_url
+from webapp.urls import delete_urls, save_url, starting_with
 from webapp.views.dashboard import bp, load_site
 
 PAGE = 50
@@ -49,12 +49,7 @@ def _query(site, args):
     elif status != "all":
         query = query.where(Url.deleted_at.is_(None))
     if text.strip():
-        # A prefix of the path (or the whole URL): the (site, loc) index finds it at once.
-        prefix = text.strip() if text.startswith(("http://", "https://")) else \
-            site.base_url + quote(text.strip().lstrip("/"), safe="/:?&=%#;,+@!$'()*~",
-                                  encoding=site.encoding, errors="replace")
-        query = query.where(Url.loc >= prefix, Url.loc < prefix + "\U0010ffff",
-                            Url.loc.startswith(prefix, autoescape=True))
+        query = query.where(*starting_with(site, text))
     after = args.get("after", "")
     if sort == "newest":
         if _row_id(after) is not None:

@@ -1,0 +1,199 @@
+"""Many URLs at once, as a content system sends them: upsert and delete by loc.
+
+Every item is checked on its own before anything is written: the valid ones are stored, each
+invalid one is reported with its index, field and rule. The caller commits once, so a request
+is stored whole (its valid items) or, when the database fails, not at all.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from numbers import Real
+
+from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy.orm import Session
+
+from webapp.errors import InvalidValue
+from webapp.importing import COLUMNS, ImportReport, write_batch
+from webapp.models import Site, Url, UrlAlternate, UrlImage
+from webapp.protocol import FIELD_RULES, normalize_url
+from webapp.urls import CheckedUrl, check_url, delete_urls
+
+ITEM_FIELDS = ("loc", *FIELD_RULES, "images", "alternates")
+MAX_ITEMS = 10_000
+_IN_CHUNK = 500  # locs per IN (...) lookup
+
+
+@dataclass
+class ItemError:
+    index: int
+    field: str
+    rule: str
+    message: str
+
+    def as_dict(self) -> dict:
+        return {"index": self.index, "field": self.field, "rule": self.rule,
+                "message": self.message}
+
+
+@dataclass
+class SyncReport:
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    not_found: list[str] = field(default_factory=list)
+    errors: list[ItemError] = field(default_factory=list)
+
+    def reject(self, index: int, exc: InvalidValue) -> None:
+        self.errors.append(ItemError(index, exc.field, exc.rule, str(exc)))
+
+
+def _text(name: str, value: object) -> str | None:
+    """A field's JSON value as the text the protocol rules read."""
+    if value is None:
+        return None
+    if name == "priority":
+        rule = "must be a number from 0.0 to 1.0, or null"
+        if isinstance(value, bool) or not isinstance(value, Real):
+            raise InvalidValue(name, value, rule)
+        try:
+            return repr(float(value))
+        except OverflowError:  # an integer with hundreds of digits
+            raise InvalidValue(name, "a number too large", rule) from None
+    if not isinstance(value, str):
+        raise InvalidValue(name, value, "must be a string or null")
+    return value
+
+
+def check_item(site: Site, item: object) -> CheckedUrl:
+    """One item of an upsert as a checked URL, or InvalidValue naming the field and the rule."""
+    if not isinstance(item, dict):
+        raise InvalidValue("item", type(item).__name__, "must be an object with at least a loc")
+    unknown = sorted(set(item) - set(ITEM_FIELDS))
+    if unknown:
+        raise InvalidValue(unknown[0], unknown[0], f"is not a URL field; the fields are "
+                           f"{', '.join(ITEM_FIELDS)}")
+    loc = item.get("loc")
+    if not isinstance(loc, str):
+        raise InvalidValue("loc", loc, "is required: the page's absolute URL, as a string")
+    images, alternates = item.get("images"), item.get("alternates")
+    if images is not None and not (isinstance(images, list)
+                                   and all(isinstance(image, str) for image in images)):
+        raise InvalidValue("images", images, "must be a list of image URLs (strings)")
+    if alternates is not None and not (isinstance(alternates, dict)
+                                       and all(isinstance(v, str) for v in alternates.values())):
+        raise InvalidValue("alternates", alternates,
+                           'must be an object of language: URL, e.g. {"de": "https://..."}')
+    fields = {name: _text(name, item[name]) for name in FIELD_RULES if name in item}
+    try:
+        return check_url(site, loc, fields, images, alternates)
+    except InvalidValue as exc:  # the rules say image/alternate; the item's fields are plural
+        names = {"image": "images", "alternate": "alternates"}
+        raise InvalidValue(names.get(exc.field, exc.field), exc.value, exc.rule) from None
+
+
+def upsert_urls(session: Session, site: Site, items: Sequence[object]) -> SyncReport:
+    """Add or update every valid item by its loc (fields an item leaves out keep their values)."""
+    report = SyncReport()
+    checked: dict[str, tuple[int, CheckedUrl, tuple[str, ...]]] = {}
+    for index, item in enumerate(items):
+        try:
+            url = check_item(site, item)
+        except InvalidValue as exc:
+            report.reject(index, exc)
+            continue
+        if url.loc in checked:
+            report.reject(index, InvalidValue("loc", url.loc, "appears more than once in this "
+                                              f"request (first at index {checked[url.loc][0]})"))
+            continue
+        given = tuple(name for name in COLUMNS if name in item)  # loc is always given
+        checked[url.loc] = (index, url, given)
+    # Written in batches, one per set of fields given; then the images and alternates of the
+    # items that carry them, all at once, in rows of their own.
+    batches: dict[tuple[str, ...], dict[str, tuple]] = {}
+    for _, url, given in checked.values():
+        batches.setdefault(given, {})[url.loc] = (url.loc, *(url.values[n] for n in given[1:]))
+    counts = ImportReport(unchanged_locs=set())
+    last_id = session.scalar(select(func.max(Url.id))) or 0
+    for columns, batch in batches.items():
+        write_batch(session, site, columns, batch, counts, last_id)
+    with_children = [url for _, url, _ in checked.values()
+                     if url.images is not None or url.alternates is not None]
+    for start in range(0, len(with_children), _IN_CHUNK):
+        changed = _write_children(session, site, with_children[start:start + _IN_CHUNK], counts)
+        moved = len(changed & counts.unchanged_locs)  # only their images or alternates changed
+        counts.unchanged, counts.updated = counts.unchanged - moved, counts.updated + moved
+    report.created, report.updated = counts.added, counts.updated
+    report.unchanged = counts.unchanged
+    return report
+
+
+def _write_children(session: Session, site: Site, urls: list[CheckedUrl],
+                    counts: ImportReport) -> set[str]:
+    """Replace the images and alternates that differ from what is stored; the locs changed."""
+    ids = dict(session.execute(select(Url.loc, Url.id).where(
+        Url.site_id == site.id, Url.loc.in_([url.loc for url in urls]))).all())
+    images: dict[int, list[str]] = defaultdict(list)
+    for url_id, loc in session.execute(select(UrlImage.url_id, UrlImage.loc).where(
+            UrlImage.url_id.in_(ids.values())).order_by(UrlImage.url_id, UrlImage.position)):
+        images[url_id].append(loc)
+    alternates: dict[int, dict[str, str]] = defaultdict(dict)
+    for url_id, lang, href in session.execute(select(
+            UrlAlternate.url_id, UrlAlternate.hreflang, UrlAlternate.href).where(
+            UrlAlternate.url_id.in_(ids.values()))):
+        alternates[url_id][lang] = href
+    titled = set(session.scalars(select(UrlImage.url_id).where(  # titles a list cannot keep
+        UrlImage.url_id.in_(ids.values()),
+        UrlImage.title.is_not(None) | UrlImage.caption.is_not(None))))
+    new_images, new_alternates, changed = {}, {}, set()
+    for url in urls:
+        url_id = ids[url.loc]
+        if url.images is not None and (url.images != images[url_id] or url_id in titled):
+            new_images[url_id] = url.images
+            changed.add(url.loc)
+        if url.alternates is not None and url.alternates != alternates[url_id]:
+            new_alternates[url_id] = url.alternates
+            changed.add(url.loc)
+    if not changed:
+        return changed
+    seq = counts.take_change_seq(session, site.id)
+    # Old rows go before new ones are added: (url, hreflang) is unique.
+    for model, replaced, rows in (
+            (UrlImage, new_images, [{"url_id": url_id, "loc": loc, "position": n}
+                                    for url_id, locs in new_images.items()
+                                    for n, loc in enumerate(locs)]),
+            (UrlAlternate, new_alternates, [{"url_id": url_id, "hreflang": lang, "href": href}
+                                            for url_id, pairs in new_alternates.items()
+                                            for lang, href in sorted(pairs.items())])):
+        if replaced:
+            session.execute(delete(model).where(model.url_id.in_(replaced)))
+        if rows:
+            session.execute(insert(model), rows)
+    session.execute(update(Url).where(Url.id.in_([ids[loc] for loc in changed]))
+                    .values(change_seq=seq).execution_options(synchronize_session=False))
+    return changed
+
+
+def delete_locs(session: Session, site: Site, locs: Sequence[object]) -> SyncReport:
+    """Mark the site's live URLs with these locs deleted; the others are listed as not found."""
+    report = SyncReport()
+    wanted: dict[str, int] = {}
+    for index, loc in enumerate(locs):
+        try:
+            if not isinstance(loc, str):
+                raise InvalidValue("loc", loc, "must be a URL, as a string")
+            wanted.setdefault(normalize_url(loc, site.encoding), index)
+        except InvalidValue as exc:
+            report.reject(index, exc)
+    found: dict[str, int] = {}
+    names = list(wanted)
+    for start in range(0, len(names), _IN_CHUNK):
+        found.update(session.execute(select(Url.loc, Url.id).where(
+            Url.site_id == site.id, Url.deleted_at.is_(None),
+            Url.loc.in_(names[start:start + _IN_CHUNK]))).all())
+    report.deleted = delete_urls(session, site, found.values())
+    report.not_found = [loc for loc in wanted if loc not in found]
+    return report

@@ -1,0 +1,90 @@
+"""Sites over the API: list, get, create, update."""
+
+from __future__ import annotations
+
+from flask import current_app, jsonify, url_for
+from sqlalchemy import func, select
+
+from webapp.db import get_session
+from webapp.models import Generation, Site, Url
+from webapp.sites import SETTINGS as TEXT_SETTINGS
+from webapp.sites import create_site, update_site
+from webapp.views.api import ApiError, access, bp, isoformat, json_body, load_site, writes
+from webapp.views.api.runs import generation_json
+from webapp.views.api.spec import SETTINGS
+
+
+def site_json(site: Site) -> dict:
+    session = get_session()
+    last = session.scalar(select(Generation).where(Generation.site_id == site.id)
+                          .order_by(Generation.id.desc()).limit(1))
+    count = session.scalar(select(func.count()).select_from(Url).where(
+        Url.site_id == site.id, Url.deleted_at.is_(None)))
+    settings = {name: getattr(site, name) for name in SETTINGS}
+    settings["ping_urls"] = (site.ping_urls or "").split("\n") if site.ping_urls else []
+    return {**settings, "url_count": count, "change_seq": site.change_seq,
+            "generated_seq": site.generated_seq, "next_run_at": isoformat(site.next_run_at),
+            "last_generation": generation_json(last) if last else None,
+            "created_at": isoformat(site.created_at), "updated_at": isoformat(site.updated_at)}
+
+
+def _as_text(body: dict) -> dict[str, str | list[str]]:
+    """JSON values in the text form the settings' rules read (the form `sites set` takes);
+    ping_urls stays a list, since a template may hold a comma."""
+    return {name: value if name == "ping_urls" else TEXT_SETTINGS[name][1](value)
+            for name, value in body.items()}
+
+
+def _routes_changed() -> None:
+    current_app.extensions["site_routes"].invalidate()
+
+
+@bp.get("/sites")
+def sites_list():
+    rows = get_session().scalars(select(Site).order_by(Site.slug)).all()
+    return jsonify(items=[site_json(site) for site in rows if access().sees(site)])
+
+
+@bp.post("/sites")
+@writes
+def site_create():
+    body = json_body("SiteCreate")
+    if not access().all_sites:
+        raise ApiError(403, "creating a site needs a token for all sites; this one is limited "
+                       "to some sites")
+    session = get_session()
+    changes = _as_text(body)
+    site, _ = create_site(session, changes.pop("name"), changes.pop("base_url"),
+                          changes.pop("sitemap_url", None), changes.pop("encoding", "utf-8"))
+    if changes:
+        update_site(session, site, changes)
+    session.commit()
+    _routes_changed()
+    response = jsonify(site_json(site))
+    response.status_code = 201
+    response.headers["Location"] = url_for("api.site_get", slug=site.slug)
+    return response
+
+
+@bp.get("/sites/<slug>")
+def site_get(slug):
+    return jsonify(site_json(load_site(slug)))
+
+
+@bp.patch("/sites/<slug>")
+@writes
+def site_update(slug):
+    site = load_site(slug)
+    body = json_body("SiteUpdate")
+    moved = sorted({"base_url", "sitemap_url"} & set(body))
+    if moved and not access().all_sites:
+        # Else a token for one site could claim another site's host, its robots.txt and key file.
+        raise ApiError(403, f"changing {moved[0]} needs a token for all sites; this one is "
+                       "limited to some sites", [{"field": moved[0], "rule": "needs a token for "
+                                                  "all sites", "message": f"{moved[0]}: needs a "
+                                                  "token for all sites"}])
+    session = get_session()
+    update_site(session, site, _as_text(body))
+    session.commit()
+    _routes_changed()
+    return jsonify(site_json(site))

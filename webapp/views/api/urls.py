@@ -1,0 +1,137 @@
+"""URLs over the API: pages by cursor, bulk upsert and delete by loc."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+
+from flask import jsonify, request
+from sqlalchemy import select
+from sqlalchemy.orm import selectinload
+
+from webapp.db import get_session
+from webapp.models import Url
+from webapp.url_sync import MAX_ITEMS, SyncReport, delete_locs, upsert_urls
+from webapp.urls import starting_with
+from webapp.views.api import (
+    ApiError,
+    bp,
+    isoformat,
+    load_site,
+    query_choice,
+    query_int,
+    request_json,
+    writes,
+)
+
+
+def url_json(url: Url) -> dict:
+    return {"loc": url.loc, "lastmod": url.lastmod, "changefreq": url.changefreq,
+            "priority": url.priority, "images": [image.loc for image in url.images],
+            "alternates": {a.hreflang: a.href for a in url.alternates},
+            "deleted_at": isoformat(url.deleted_at), "change_seq": url.change_seq,
+            "updated_at": isoformat(url.updated_at)}
+
+
+def _cursor(loc: str) -> str:
+    return base64.urlsafe_b64encode(loc.encode()).decode().rstrip("=")
+
+
+def _after(cursor: str) -> str:
+    try:
+        loc = base64.b64decode(cursor + "=" * (-len(cursor) % 4), altchars=b"-_",
+                               validate=True).decode()
+        if "\x00" in loc:  # no loc holds one (and PostgreSQL could not compare it)
+            raise ValueError(loc)
+        return loc
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise ApiError(400, "cursor is not one this API gave out: pass next_cursor unchanged",
+                       [{"field": "cursor", "rule": "the next_cursor of the page before",
+                         "message": "cursor: not one this API gave out"}]) from None
+
+
+def _items(body: dict, name: str) -> list:
+    """The body's list of items: at most MAX_ITEMS (413 beyond, so it is never half-done)."""
+    items = body[name]
+    if len(items) > MAX_ITEMS:
+        raise ApiError(413, f"{len(items)} {name} in one request; send at most {MAX_ITEMS:,} "
+                       "at a time")
+    return items
+
+
+def _report(report: SyncReport, **counts) -> dict:
+    return {**counts, "errors": [error.as_dict() for error in report.errors]}
+
+
+@bp.get("/sites/<slug>/urls")
+def urls_list(slug):
+    site = load_site(slug)
+    limit = query_int("limit", 100, 1, 1000)
+    status = query_choice("status", ("live", "deleted", "all"))
+    query = select(Url).where(Url.site_id == site.id).options(
+        selectinload(Url.images), selectinload(Url.alternates))
+    if status != "all":
+        query = query.where(Url.deleted_at.is_(None) if status == "live"
+                            else Url.deleted_at.is_not(None))
+    if request.args.get("prefix", "").strip():
+        query = query.where(*starting_with(site, request.args["prefix"]))
+    if request.args.get("cursor"):
+        query = query.where(Url.loc > _after(request.args["cursor"]))
+    rows = get_session().scalars(query.order_by(Url.loc).limit(limit + 1)).all()
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return jsonify(items=[url_json(url) for url in rows],
+                   next_cursor=_cursor(rows[-1].loc) if more else None)
+
+
+@bp.post("/sites/<slug>/urls")
+@writes
+def urls_upsert(slug):
+    site = load_site(slug)
+    body = _envelope("urls")
+    session = get_session()
+    report = upsert_urls(session, site, _items(body, "urls"))
+    session.commit()
+    return jsonify(_report(report, created=report.created, updated=report.updated,
+                           unchanged=report.unchanged))
+
+
+def _envelope(name: str) -> dict:
+    """The body `{name: [...]}`; its items are checked one by one by the domain functions, so
+    that one bad item does not refuse the others."""
+    body = request_json()
+    if not (isinstance(body, dict) and isinstance(body.get(name), list)) or set(body) != {name}:
+        raise ApiError(422, f'the body must be {{"{name}": [...]}} and nothing else',
+                       [{"field": name, "rule": "a list, the body's only member",
+                         "message": f'the body must be {{"{name}": [...]}}'}])
+    return body
+
+
+@bp.post("/sites/<slug>/urls/delete")
+@writes
+def urls_delete(slug):
+    site = load_site(slug)
+    body = _envelope("locs")
+    session = get_session()
+    report = delete_locs(session, site, _items(body, "locs"))
+    session.commit()
+    return jsonify(_report(report, deleted=report.deleted, not_found=report.not_found))
+
+
+@bp.delete("/sites/<slug>/urls")
+@writes
+def url_delete(slug):
+    site = load_site(slug)
+    if "loc" not in request.args:
+        raise ApiError(400, "name the URL to delete: ?loc=https://...",
+                       [{"field": "loc", "rule": "required", "message": "loc: required"}])
+    session = get_session()
+    report = delete_locs(session, site, [request.args["loc"]])
+    if report.errors:
+        error = report.errors[0]
+        raise ApiError(422, error.message, [{"field": error.field, "rule": error.rule,
+                                             "message": error.message}])
+    if not report.deleted:
+        raise ApiError(404, f"{report.not_found[0]} is not a live URL of site {site.slug}")
+    session.commit()
+    return jsonify(_report(report, deleted=report.deleted, not_found=[]))

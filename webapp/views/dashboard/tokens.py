@@ -1,0 +1,63 @@
+"""API tokens: each account makes and revokes its own; admins see and revoke everyone's."""
+
+from __future__ import annotations
+
+from flask import abort, flash, redirect, render_template, request, url_for
+from flask_login import current_user
+from sqlalchemy import select
+from werkzeug.datastructures import MultiDict
+
+from webapp.auth import require
+from webapp.db import get_session
+from webapp.errors import InvalidValue
+from webapp.models import ApiToken, Site, User, utcnow
+from webapp.tokens import SCOPES, create_token, list_tokens, revoke
+from webapp.views.dashboard import bp
+
+
+def _page(errors: dict, form, secret: str | None = None, status: int = 200):
+    session = get_session()
+    owner = None if current_user.can("admin") else session.get(User, current_user.id)
+    return render_template("dashboard/tokens.html", tokens=list_tokens(session, owner),
+                           sites=session.scalars(select(Site).order_by(Site.name)).all(),
+                           scopes=SCOPES, errors=errors, form=form, secret=secret), status
+
+
+@bp.get("/tokens")
+@require("viewer")
+def tokens():
+    return _page({}, MultiDict())
+
+
+@bp.post("/tokens")
+@require("viewer")
+def token_create():
+    session = get_session()
+    form = request.form
+    chosen = None
+    if form.get("all_sites") != "on":
+        ids = [int(value) for value in form.getlist("sites")
+               if value.isascii() and value.isdigit() and len(value) <= 18]  # fits a bigint
+        chosen = session.scalars(select(Site).where(Site.id.in_(ids))).all() if ids else []
+    try:
+        token, secret = create_token(session, session.get(User, current_user.id),
+                                     form.get("name", ""), form.get("scope", ""), chosen)
+    except InvalidValue as exc:
+        session.rollback()
+        return _page({exc.field: str(exc)}, form, status=422)
+    session.commit()
+    # Shown in this answer only: never in a flash message, which travels in the cookie.
+    return _page({}, MultiDict(), secret=secret, status=201)
+
+
+@bp.post("/tokens/<id:token_id>/revoke")
+@require("viewer")
+def token_revoke(token_id):
+    session = get_session()
+    token = session.get(ApiToken, token_id)
+    if token is None or not (token.user_id == current_user.id or current_user.can("admin")):
+        abort(404, "There is no such token.")
+    revoke(token, utcnow())
+    session.commit()
+    flash(f"Revoked token {token.prefix}... ({token.name}); requests with it are refused now.")
+    return redirect(url_for("dashboard.tokens"))
