@@ -96,6 +96,27 @@ def test_creating_a_site_with_a_bad_setting_fails_naming_it(runner, args, field)
     assert_fails_cleanly(runner.invoke(args=["sites", "show", "shop"]), "no site")
 
 
+# What Python makes of the byte 0xFF in a command line argument (which is not UTF-8).
+NOT_UTF8 = "\udcff"
+
+
+@pytest.mark.parametrize(("args", "field"), [
+    (["sites", "create", f"Shop{NOT_UTF8}", SHOP], "name"),
+    (["sites", "create", "Shop", SHOP, "--encoding", NOT_UTF8], "encoding"),
+    (["sites", "set", "shop", f"robots_txt=User-agent: *{NOT_UTF8}"], "robots_txt"),
+    (["sites", "set", "shop", "name=Shop\x00"], "name"),
+    (["users", "create", f"ann{NOT_UTF8}@example.com", "--password", "correct horse"], "email"),
+    (["users", "create", "ann@example.com", "--password", f"correct horse{NOT_UTF8}"],
+     "password"),
+    (["tokens", "create", "admin@example.com", "--all-sites", "--scope", "read", "--name",
+      f"CMS{NOT_UTF8}"], "name"),
+])
+def test_text_no_column_can_hold_fails_naming_the_field(runner, shop, args, field):
+    runner.invoke(args=["users", "create", "admin@example.com", "--password", "correct horse"])
+    assert_fails_cleanly(runner.invoke(args=args), f"Error: {field} ")
+    assert shown(runner, shop)["name"] == "Shop" and shown(runner, shop)["robots_txt"] == ""
+
+
 def test_sites_list_shows_each_site_with_its_live_url_count(runner, shop):
     runner.invoke(args=["sites", "create", "Blog", "https://blog.example.com/"])
     for page in ("a", "b", "c"):

@@ -19,3 +19,26 @@ class Conflict(InvalidValue):
 
 class NotFound(LookupError):
     """The thing asked for does not exist."""
+
+
+def unstorable(text: str) -> str | None:
+    """The rule a text breaks that no text column can hold it, or None. JSON can carry NUL and
+    lone UTF-16 surrogates (`"\\u0000"`, `"\\ud800"`) and a command line bytes that are not
+    UTF-8 (which Python turns into surrogates); PostgreSQL refuses NUL, UTF-8 surrogates."""
+    if "\0" in text:
+        return "must not contain the NUL character (\\u0000)"
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return ("must be Unicode text: it has a lone surrogate (\\ud800 to \\udfff) or "
+                    "bytes that are not UTF-8")
+    return None
+
+
+def check_storable(field: str, text: str) -> str:
+    rule = unstorable(text)
+    if rule:
+        shown = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text[:40])
+        raise InvalidValue(field, shown, rule)
+    return text

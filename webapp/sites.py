@@ -12,7 +12,7 @@ from sqlalchemy import delete, func, or_, select
 from sqlalchemy.orm import Session
 
 from webapp.changes import committed_change_seq
-from webapp.errors import Conflict, InvalidValue, NotFound
+from webapp.errors import Conflict, InvalidValue, NotFound, check_storable
 from webapp.models import Site, Url, new_indexnow_key, utcnow
 from webapp.notify.base import is_http_url
 from webapp.notify.ledger import set_position
@@ -53,7 +53,7 @@ def find_site(session: Session, ref: str | int) -> Site:
 
 
 def _check_name(value: str) -> str:
-    value = value.strip()
+    value = check_storable("name", value).strip()
     if not value or len(value) > 200:
         raise InvalidValue("name", value, "must be 1 to 200 characters")
     return value
@@ -231,8 +231,8 @@ SETTINGS: dict[str, tuple[Callable[[str], object], Callable[[object], str]]] = {
 
 def _parse_setting(name: str, raw: str | list[str]) -> object:
     texts = (raw if isinstance(raw, list) else [str(raw)]) or [""]  # a list: the API's ping_urls
-    if any("\x00" in text for text in texts):
-        raise InvalidValue(name, texts[0][:40], "must not contain NUL characters")
+    for text in texts:
+        check_storable(name, text)
     limit = getattr(Site.__table__.c[name].type, "length", None)
     if limit and len(texts[0]) > 2 * limit:  # far beyond what any rule below could accept
         raise InvalidValue(name, texts[0][:40], f"must be at most {limit} characters")
@@ -315,7 +315,7 @@ def delete_site(session: Session, site: Site, now: datetime) -> str:
 def create_site(session: Session, name: str, base_url: str, sitemap_url: str | None = None,
                 encoding: str = "utf-8") -> tuple[Site, str | None]:
     """A new site; its sitemap defaults to `<base_url>sitemap.xml`."""
-    encoding = check_encoding(encoding)
+    encoding = check_encoding(check_storable("encoding", encoding))
     base = normalize_base_url(base_url, encoding)
     site = Site(name=_check_name(name), slug=_slug_from(session, name), base_url=base,
                 sitemap_url=base + "sitemap.xml", encoding=encoding,

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import case, literal, select, update
 from sqlalchemy.orm import Session, selectinload
 
-from webapp.errors import InvalidValue, NotFound
+from webapp.errors import InvalidValue, NotFound, check_storable
 from webapp.models import ApiToken, Site, User
 
 SCOPES = ("read", "write")
@@ -33,7 +33,7 @@ def create_token(session: Session, user: User, name: str, scope: str,
                  sites: list[Site] | None) -> tuple[ApiToken, str]:
     """A new token for `user` on `sites` (None: every site, present and future); its secret is
     returned here once and never again."""
-    name = name.strip()
+    name = check_storable("name", name).strip()
     if not name or len(name) > 100:
         raise InvalidValue("name", name, "must be 1 to 100 characters")
     if scope not in SCOPES:

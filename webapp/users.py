@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from webapp.errors import InvalidValue, NotFound
+from webapp.errors import InvalidValue, NotFound, check_storable, unstorable
 from webapp.models import User
 
 ROLES = ("admin", "editor", "viewer")
@@ -19,6 +19,8 @@ _EMAIL = re.compile(r"[^@\s]+@[^@\s]+")
 
 
 def _check_password(password: str) -> str:
+    if unstorable(password):  # never shown, not even in part
+        raise InvalidValue("password", "*" * len(password), unstorable(password))
     if len(password) < MIN_PASSWORD_LENGTH:
         raise InvalidValue("password", "*" * len(password),
                            f"must be at least {MIN_PASSWORD_LENGTH} characters")
@@ -27,7 +29,7 @@ def _check_password(password: str) -> str:
 
 def create_user(session: Session, email: str, password: str, role: str = "viewer") -> User:
     """A new account; the password is stored only as a scrypt hash."""
-    email = email.strip().lower()
+    email = check_storable("email", email).strip().lower()
     if not _EMAIL.fullmatch(email) or len(email) > 254:
         raise InvalidValue("email", email, "must be an e-mail address such as ann@example.com")
     if role not in ROLES:
@@ -42,7 +44,8 @@ def create_user(session: Session, email: str, password: str, role: str = "viewer
 
 
 def find_user(session: Session, email: str) -> User:
-    user = session.scalar(select(User).where(User.email == email.strip().lower()))
+    user = None if unstorable(email) else \
+        session.scalar(select(User).where(User.email == email.strip().lower()))
     if user is None:
         raise NotFound(f"no account for {email!r}")
     return user

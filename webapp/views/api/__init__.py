@@ -19,7 +19,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from werkzeug.exceptions import BadRequest, UnsupportedMediaType
 
 from webapp.db import get_session
-from webapp.errors import Conflict, InvalidValue, NotFound
+from webapp.errors import Conflict, InvalidValue, NotFound, unstorable
 from webapp.http import csrf, json_error
 from webapp.models import Site, utcnow
 from webapp.runs import SiteBusy
@@ -173,8 +173,7 @@ def request_json() -> object:
 
 
 def _unstorable_text(body: object):
-    """(field, rule) for each string, key or value, that no database column can hold: JSON
-    may carry NUL and lone UTF-16 surrogates (`"\\u0000"`, `"\\ud800"`), text columns may not."""
+    """(field, rule) for each string of the body, key or value, that no column can hold."""
     stack: list[tuple[str, object]] = [("", body)]
     while stack:
         path, value = stack.pop()
@@ -186,15 +185,8 @@ def _unstorable_text(body: object):
         elif isinstance(value, list):
             stack.extend((f"{path}/{index}" if path else str(index), item)
                          for index, item in enumerate(value))
-        elif isinstance(value, str):
-            if "\0" in value:
-                yield path or "body", "must not contain the NUL character (\\u0000)"
-            elif not value.isascii():
-                try:
-                    value.encode("utf-8")
-                except UnicodeEncodeError:
-                    yield path or "body", ("must be Unicode text without lone surrogates "
-                                           "(\\ud800 to \\udfff)")
+        elif isinstance(value, str) and (rule := unstorable(value)):
+            yield path or "body", rule
 
 
 def json_body(schema: str) -> dict:
