@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from werkzeug.serving import make_server
+
 from webapp.models import Site, Url
 from webapp.sites import create_site
 
@@ -22,3 +28,18 @@ def make_urls(session, site: Site, count: int, **fields) -> list[str]:
     session.add_all(Url(site_id=site.id, loc=loc, **fields) for loc in locs)
     session.commit()
     return locs
+
+
+@contextmanager
+def served(app) -> Iterator[str]:
+    """The app served over real HTTP on 127.0.0.1 (a free port) while the block runs: its
+    base URL."""
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join()
+        server.server_close()

@@ -4,15 +4,12 @@ match the document (status, content type, headers, body schema)."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import negative_data_rejection
-from werkzeug.serving import make_server
 
-from tests.builders import make_site, make_urls
+from tests.builders import make_site, make_urls, served
 from webapp.tokens import create_token, digest
 from webapp.users import create_user
 from webapp.views.api.spec import SPEC
@@ -54,13 +51,8 @@ def fuzzing_token(app):
 @pytest.fixture
 def api_url(app):
     """The app served over real HTTP on 127.0.0.1, as clients meet it."""
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}/api/v1"
-    server.shutdown()
-    thread.join()
-    server.server_close()
+    with served(app) as base_url:
+        yield base_url + "/api/v1"
 
 
 def test_the_served_document_is_the_one_fuzzed(client):

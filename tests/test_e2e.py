@@ -5,12 +5,11 @@ under test-artifacts/ (looked at by a person; the assertions are on the page tex
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 
 import pytest
-from werkzeug.serving import make_server
 
+from tests.builders import served
 from webapp.users import create_user
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -24,12 +23,8 @@ pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
 def server(app):
     if not app.config["DATABASE_URL"].startswith("sqlite"):
         pytest.skip("the browser path is the same on both databases; it runs on SQLite")
-    httpd = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_port}"
-    httpd.shutdown()
-    thread.join()
+    with served(app) as base_url:
+        yield base_url
 
 
 @pytest.fixture
