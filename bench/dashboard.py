@@ -1,11 +1,12 @@
-"""Time the dashboard's URL list on a 1,000,000-URL site against the sites page with one site.
+"""Time the dashboard's site overview and URL list on a 1,000,000-URL site against the sites
+page with one site.
 
     python bench/dashboard.py --urls 1000000
 
 Two fresh SQLite databases: one with a single small site (the reference: the sites page), one
 with a site of N URLs. Each page is fetched through the app (Flask test client, signed in as a
 viewer) --rounds times; the median time is printed with its ratio to the reference. Target:
-each URL-list page under 10x the sites page.
+each of these pages under 10x the sites page.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ def main() -> None:
         client = app_for(large)
         deep = f"{BASE}products/{args.urls * 9 // 10:07d}"
         pages = {
+            "site overview": "/sites/shop",
             "URL list, first page": "/sites/shop/urls",
             "URL list, 90% deep": f"/sites/shop/urls?after={deep}",
             "search /products/05": "/sites/shop/urls?q=/products/05",

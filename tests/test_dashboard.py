@@ -11,10 +11,12 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import delete, func, select
 
 from tests.builders import make_site, make_urls
-from webapp import jobs
+from webapp import health, jobs
 from webapp.models import Delivery, Generation, Site, Url, User, utcnow
 from webapp.urls import save_url
 from webapp.users import create_user
@@ -240,6 +242,36 @@ def test_health_warnings_name_what_to_fix(as_role, session):
     assert "Every URL has a high priority" not in page  # the future one has none
     assert "1 URLs have a lastmod in the future" in page
     assert "12 of 13 URLs share the lastmod 2026-01-01" in page
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from([None, "2026-01-01", "2026-01-02", "2026-02-01"]),
+                          st.sampled_from([None, 0.5, 0.8, 1.0]), st.booleans()), max_size=30),
+       st.sampled_from([None, 0.5, 0.9]))
+@example([("2026-01-01", 1.0, False)] * 10 + [(None, 0.5, True)], None)  # all high, a majority
+@example([("2026-01-01", None, False)] * 10, 0.9)  # high by the site's default
+@example([("2026-01-01", 0.8, False)] * 5 + [("2026-01-02", 0.8, False)] * 5, None)  # a tie
+def test_the_lastmod_and_priority_warnings_match_counting_every_url(session, rows, default):
+    """Found from the middle row of the lastmod index and the first URL below 0.8, checked
+    against counting every live URL."""
+    site = session.scalar(select(Site)) or make_site(session)
+    site.default_priority = default
+    session.execute(delete(Url))
+    session.add_all(Url(site_id=site.id, loc=f"{site.base_url}{n}", lastmod=lastmod,
+                        priority=priority, deleted_at=utcnow() if deleted else None)
+                    for n, (lastmod, priority, deleted) in enumerate(rows))
+    session.commit()
+    live = [(lastmod, priority) for lastmod, priority, deleted in rows if not deleted]
+    lastmods = [lastmod for lastmod, _ in live]
+    expected = [f"{lastmods.count(value)} of {len(live)} URLs share the lastmod {value}"
+                for value in sorted(set(lastmods) - {None})
+                if len(live) >= 10 and lastmods.count(value) > len(live) / 2]
+    if len(live) >= 10 and all((p if p is not None else default or 0) >= 0.8 for _, p in live):
+        expected.insert(0, "Every URL has a high priority")
+    titles = [w.title for w in health.warnings(session, site)
+              if "share" in w.title or "priority" in w.title]
+    assert titles == expected
 
 
 # URLs

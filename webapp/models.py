@@ -112,7 +112,8 @@ class Url(Timestamps, Base):
         UniqueConstraint("site_id", "loc"),
         Index("ix_urls_site_id_id", "site_id", "id"),
         Index("ix_urls_site_id_change_seq", "site_id", "change_seq"),
-        Index("ix_urls_site_id_lastmod_id", "site_id", "lastmod", "id"),  # the URL list's sort
+        # The URL list's sort; with deleted_at, the overview's checks on live URLs' lastmods.
+        Index("ix_urls_site_id_lastmod_id_deleted_at", "site_id", "lastmod", "id", "deleted_at"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -89,10 +89,9 @@ def site(slug):
                            .order_by(Generation.id.desc()).limit(30)).all()
     outcomes = dict(session.execute(select(Delivery.status, func.count()).where(
         Delivery.site_id == site.id).group_by(Delivery.status)).all())
-    live = session.scalar(select(func.count()).select_from(Url).where(
-        Url.site_id == site.id, Url.deleted_at.is_(None)))
+    live = health.live_count(session, site)
     counted = [run for run in reversed(runs) if run.status in ("succeeded", "unchanged")]
-    warnings = health.warnings(session, site)
+    warnings = health.warnings(session, site, live)
     last_import = tasks.latest(current_app, "import", site.slug)
     if last_import and last_import.get("rejected"):
         warnings.append(health.Warning(
