@@ -465,12 +465,20 @@ def test_the_lastmod_order_pages_without_gaps_or_repeats(as_role, session):
     assert all(f"{site.base_url}p/{n}" in first for n in range(2, 60, 3))  # newest day first
 
 
-def test_rows_rejected_by_the_last_import_show_in_the_sites_health(as_role, shop):
+def test_rows_rejected_by_the_last_import_show_in_the_sites_health(as_role, session, shop):
     editor = as_role("editor")
     answer = post(editor, "/sites/shop/import", pasted="https://elsewhere.example/x")
     wait_for_task(editor, answer.headers["Location"])
     page = editor.get("/sites/shop").text
     assert "The last import rejected 1 rows" in page and "is outside the site" in page
+    # The import belongs to the site, not to its slug: it follows a rename, and a new site
+    # that takes the old slug does not inherit it.
+    session.expire_all()
+    session.get(Site, shop.id).slug = "store"
+    session.commit()
+    make_site(session, "Shop", "https://shop2.example.com/")
+    assert "The last import rejected 1 rows" in editor.get("/sites/store").text
+    assert "The last import rejected" not in editor.get("/sites/shop").text
 
 
 @pytest.mark.parametrize("path", [

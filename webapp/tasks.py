@@ -49,7 +49,7 @@ def _folder(app: Flask) -> Path:
 
 
 def start(app: Flask, kind: str, site: str, work: Callable[[Progress], str],
-          site_id: int | None = None) -> str:
+          site_id: int) -> str:
     """Run `work(progress)` in the background; its return value is the task's closing message.
 
     `site` is the slug shown; `site_id` names the site for good (a slug can be renamed)."""
@@ -58,8 +58,7 @@ def start(app: Flask, kind: str, site: str, work: Callable[[Progress], str],
     _prune(_folder(app))
     progress = Progress(_folder(app) / f"{task_id}.json", {
         "id": task_id, "kind": kind, "site": site, "site_id": site_id, "status": "running",
-        "done": 0,
-        "total": None, "message": "", "pid": os.getpid(), "started": time.time()})
+        "done": 0, "total": None, "message": "", "pid": os.getpid(), "started": time.time()})
     progress.save()
 
     def run() -> None:
@@ -93,7 +92,7 @@ def read(app: Flask, task_id: str) -> dict | None:
     return state
 
 
-def latest(app: Flask, kind: str, site: str) -> dict | None:
+def latest(app: Flask, kind: str, site_id: int) -> dict | None:
     """The newest finished task of this kind for this site (for the site's health)."""
     found = None
     for path in _folder(app).glob("*.json"):
@@ -101,7 +100,7 @@ def latest(app: Flask, kind: str, site: str) -> dict | None:
             state = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        if state.get("kind") == kind and state.get("site") == site \
+        if state.get("kind") == kind and state.get("site_id") == site_id \
                 and state.get("status") != "running" \
                 and (found is None or state["started"] > found["started"]):
             found = state

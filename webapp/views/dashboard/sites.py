@@ -92,7 +92,7 @@ def site(slug):
     live = health.live_count(session, site)
     counted = [run for run in reversed(runs) if run.status in ("succeeded", "unchanged")]
     warnings = health.warnings(session, site, live)
-    last_import = tasks.latest(current_app, "import", site.slug)
+    last_import = tasks.latest(current_app, "import", site.id)
     if last_import and last_import.get("rejected"):
         warnings.append(health.Warning(
             f"The last import rejected {last_import['rejected']} rows",
@@ -173,7 +173,8 @@ def site_regenerate(slug):
     site_id = site.id
 
     task = tasks.start(app, "regenerate", slug,
-                       lambda progress: jobs.regenerate_now(site_id, app, progress) + ".")
+                       lambda progress: jobs.regenerate_now(site_id, app, progress) + ".",
+                       site_id=site_id)
     return redirect(url_for("dashboard.task", task_id=task))
 
 
@@ -190,7 +191,7 @@ def site_notify(slug):
             return "Nothing to announce: no generation changed anything since the last time."
         return f"{len(planned)} announcements planned, {len(attempted)} sent; see Announcements."
 
-    task = tasks.start(app, "notify", slug, work)
+    task = tasks.start(app, "notify", slug, work, site_id=site_id)
     return redirect(url_for("dashboard.task", task_id=task))
 
 
@@ -205,7 +206,7 @@ def site_preflight(slug):
         findings = preflight.check(site, app.config)
         return "\n".join(f"{'OK' if f.ok else 'Problem'}: {f.message}" for f in findings)
 
-    task = tasks.start(app, "pre-flight check", slug, work)
+    task = tasks.start(app, "pre-flight check", slug, work, site_id=site.id)
     return redirect(url_for("dashboard.task", task_id=task))
 
 

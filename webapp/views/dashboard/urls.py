@@ -218,7 +218,7 @@ def urls_import(slug):
                                       for line, reason in report.rejections]
         return "\n".join(lines)
 
-    task = tasks.start(app, "import", slug, work)
+    task = tasks.start(app, "import", slug, work, site_id=site_id)
     return redirect(url_for("dashboard.task", task_id=task))
 
 
