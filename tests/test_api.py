@@ -10,9 +10,10 @@ import time
 from datetime import timedelta
 
 import pytest
+import requests
 from sqlalchemy import func, select, text, update
 
-from tests.builders import make_site, make_urls
+from tests.builders import make_site, make_urls, served
 from webapp.models import ApiToken, Delivery, Generation, Site, Url, User, utcnow
 from webapp.tokens import create_token
 from webapp.users import create_user
@@ -369,6 +370,22 @@ def test_more_than_ten_thousand_items_are_refused_whole(api, session, shop):
 def test_a_body_over_the_size_limit_is_refused(api, shop):
     error_of(api.post("/sites/shop/urls", data=b'{"urls": ["' + b"x" * (33 << 20) + b'"]}',
                       headers={"Content-Type": "application/json"}), 413)
+
+
+def test_a_chunked_body_over_the_size_limit_is_refused_too(app, api, shop):
+    """Without Content-Length the body is cut at the limit, not refused, unless the API looks."""
+    def body():  # 41 MiB in chunks, sent with Transfer-Encoding: chunked
+        yield b'{"urls": ['
+        for _ in range(40_000):
+            yield b'{"loc": "https://shop.example.com/' + b"a" * 1000 + b'"},'
+        yield b'{"loc": "https://shop.example.com/"}]}'
+
+    with served(app) as base_url:
+        answer = requests.post(f"{base_url}/api/v1/sites/shop/urls", data=body(), timeout=60,
+                               headers={"Authorization": f"Bearer {api.secret}",
+                                        "Content-Type": "application/json"})
+    assert answer.status_code == 413, answer.text
+    assert answer.json()["error"]["status"] == 413
 
 
 def test_urls_are_listed_page_by_page_with_filters(api, session, shop):
