@@ -22,9 +22,9 @@ class NotFound(LookupError):
 
 
 def unstorable(text: str) -> str | None:
-    """The rule a text breaks that no text column can hold it, or None. JSON can carry NUL and
-    lone UTF-16 surrogates (`"\\u0000"`, `"\\ud800"`) and a command line bytes that are not
-    UTF-8 (which Python turns into surrogates); PostgreSQL refuses NUL, UTF-8 surrogates."""
+    """Why no text column can hold `text`, or None when one can. JSON may carry NUL and lone
+    UTF-16 surrogates (`"\\u0000"`, `"\\ud800"`), a command line bytes that are not UTF-8
+    (which Python turns into surrogates); PostgreSQL refuses NUL, and UTF-8 has no surrogates."""
     if "\0" in text:
         return "must not contain the NUL character (\\u0000)"
     if not text.isascii():
