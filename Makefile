@@ -45,12 +45,17 @@ run-prod: install
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# With TEST_POSTGRESQL_URL set, the database benchmarks also run on PostgreSQL (each in a
+# schema of its own, dropped at the end).
+PG_BENCH := $(if $(TEST_POSTGRESQL_URL),--postgresql $(TEST_POSTGRESQL_URL))
+
 bench: install
-	$(BIN)/python bench/generate.py --urls 100000 1000000
-	$(BIN)/python bench/import.py --urls 1000000
+	$(BIN)/python bench/generate.py --urls 100000 1000000 $(PG_BENCH)
+	$(BIN)/python bench/import.py --urls 1000000 $(PG_BENCH)
 	$(BIN)/python bench/dashboard.py --urls 1000000
-	$(BIN)/python bench/incremental.py --urls 1000000
-	$(BIN)/python bench/load.py --urls 200000 --seconds 20
+	$(BIN)/python bench/incremental.py --urls 1000000 $(PG_BENCH)
+	$(BIN)/python bench/load.py --urls 1000000 --seconds 20
+	$(if $(TEST_POSTGRESQL_URL),$(BIN)/python bench/load.py --urls 1000000 --seconds 20 $(PG_BENCH))
 	command -v nginx >/dev/null && command -v wrk >/dev/null || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light wrk)
 	$(BIN)/python bench/serve.py
