@@ -30,15 +30,16 @@ run: install
 	trap 'kill $$web $$scheduler 2>/dev/null; wait $$scheduler' EXIT INT TERM; \
 	wait $$web
 
-# Production: gunicorn with WORKERS threaded workers and the scheduler process, against the
-# DATABASE_URL given (PostgreSQL); migrations first. GET /healthz answers the load balancer.
+# Production: gunicorn with WORKERS workers (settings in webapp/gunicorn_conf.py) and the
+# scheduler process, against the DATABASE_URL given (PostgreSQL); migrations first.
+# GET /healthz answers the load balancer.
 run-prod: install
 	@case "$$DATABASE_URL" in postgres*) ;; *) echo "run-prod needs DATABASE_URL=postgresql://..." >&2; exit 2;; esac
 	$(BIN)/alembic upgrade head
 	$(BIN)/flask --app webapp users ensure-admin
 	$(BIN)/flask --app webapp scheduler run & scheduler=$$!; \
-	$(BIN)/gunicorn --workers $(WORKERS) --worker-class gthread --threads 4 --bind $(BIND) \
-		--graceful-timeout 30 'webapp:create_app()' & web=$$!; \
+	$(BIN)/gunicorn -c python:webapp.gunicorn_conf --workers $(WORKERS) --bind $(BIND) \
+		'webapp:create_app()' & web=$$!; \
 	trap 'kill $$web $$scheduler 2>/dev/null; wait $$web $$scheduler' EXIT INT TERM; \
 	wait $$web
 

@@ -701,7 +701,7 @@ def main() -> int:
             base = f"http://127.0.0.1:{port}"
             gunicorn = Path(sys.executable).with_name("gunicorn")
             server = subprocess.Popen(
-                [str(gunicorn), "--workers", "2", "--worker-class", "gthread", "--threads", "4",
+                [str(gunicorn), "-c", "python:webapp.gunicorn_conf", "--workers", "2",
                  "--bind", f"127.0.0.1:{port}", "--log-level", "warning", "webapp:create_app()"],
                 env=env, cwd=ROOT, start_new_session=True)
             wait_until_up(f"{base}/sitemaps/{SLUG}/{INDEX}", server)

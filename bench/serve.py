@@ -2,11 +2,12 @@
 
     python bench/serve.py [--seconds 5] [--rounds 3] [--connections 16]
 
-Publishes a 50,000-URL site, then serves the same published file from the app (gunicorn,
-2 workers, the production setup) and from nginx (2 workers, sendfile, gzip_static), both on
-127.0.0.1, and loads each with wrk for: the gzip-encoded file, the plain file, and a
-conditional GET answered 304. Throughput on this small shared machine swings by 2x from one
-run to the next, so the two servers take turns for several rounds and medians are compared. Needs nginx and wrk (Debian: apt-get install nginx-light wrk).
+Publishes a 50,000-URL site, then serves the same published file from the app (gunicorn with
+the production settings of webapp/gunicorn_conf.py, 2 workers) and from nginx (2 workers,
+sendfile, gzip_static), both on 127.0.0.1, and loads each with wrk for: the gzip-encoded file,
+the plain file, and a conditional GET answered 304. The two servers take turns for several
+rounds and medians are compared, as they share this machine's two cores with wrk. Needs nginx
+and wrk (Debian: apt-get install nginx-light wrk).
 Every request goes to 127.0.0.1 only, and each run is bounded by --seconds.
 """
 
@@ -109,13 +110,12 @@ def start_nginx(tmp: Path, folder: Path, port: int) -> subprocess.Popen:
     return subprocess.Popen(["nginx", "-c", str(config), "-e", str(tmp / "nginx-error.log")])
 
 
-def start_gunicorn(env: dict[str, str], port: int, worker_class: str,
-                   threads: int) -> subprocess.Popen:
+def start_gunicorn(env: dict[str, str], port: int, threads: int) -> subprocess.Popen:
     gunicorn = Path(sys.executable).with_name("gunicorn")
-    extra = ["--worker-class", "gthread", "--threads", str(threads)] if worker_class == "gthread" else []
     return subprocess.Popen(
-        [str(gunicorn), "--workers", "2", *extra, "--bind", f"127.0.0.1:{port}",
-         "--log-level", "warning", "webapp:create_app()"], env=env, cwd=ROOT)
+        [str(gunicorn), "-c", "python:webapp.gunicorn_conf", "--workers", "2", "--threads",
+         str(threads), "--bind", f"127.0.0.1:{port}", "--log-level", "warning",
+         "webapp:create_app()"], env=env, cwd=ROOT)
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -131,8 +131,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--connections", type=int, default=16)
-    parser.add_argument("--worker-class", choices=["sync", "gthread"], default="gthread")
-    parser.add_argument("--threads", type=int, default=4, help="threads per gthread worker")
+    parser.add_argument("--threads", type=int, default=4, help="threads per worker")
     args = parser.parse_args()
     for tool in ("nginx", "wrk"):
         if shutil.which(tool) is None:
@@ -143,7 +142,7 @@ def main() -> None:
         env, folder = publish(tmp)
         size, gz_size = (folder / "sitemap.xml").stat().st_size, (folder / "sitemap.xml.gz").stat().st_size
         app_port, nginx_port = free_port(), free_port()
-        servers = {"app": start_gunicorn(env, app_port, args.worker_class, args.threads),
+        servers = {"app": start_gunicorn(env, app_port, args.threads),
                    "nginx": start_nginx(tmp, folder, nginx_port)}
         urls = {"app": f"http://127.0.0.1:{app_port}/sitemaps/shop/sitemap.xml",
                 "nginx": f"http://127.0.0.1:{nginx_port}/sitemap.xml"}
@@ -159,7 +158,8 @@ def main() -> None:
             }
             print(f"{URLS} URLs: {size} bytes, {gz_size} gzipped; wrk -t2 -c{args.connections} "
                   f"-d{args.seconds}s, median of {args.rounds} alternating rounds; gunicorn 2 "
-                  f"{args.worker_class} workers, {args.threads} threads each; nginx 2 workers")
+                  f"workers (webapp/gunicorn_conf.py), {args.threads} threads each; "
+                  "nginx 2 workers")
             print(f"{'request':<22} {'app req/s':>10} {'nginx req/s':>12} {'ratio':>6}  "
                   f"errors  (app runs; nginx runs)")
             for case, headers in cases.items():

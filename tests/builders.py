@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,6 +29,13 @@ def make_urls(session, site: Site, count: int, **fields) -> list[str]:
     session.add_all(Url(site_id=site.id, loc=loc, **fields) for loc in locs)
     session.commit()
     return locs
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 @contextmanager

@@ -16,7 +16,7 @@ import pytest
 import requests
 from sqlalchemy.engine import make_url
 
-from tests.builders import make_site, make_urls
+from tests.builders import free_port, make_site, make_urls
 from tests.conftest import ROOT
 from webapp import create_app, jobs
 from webapp.models import utcnow
@@ -45,12 +45,6 @@ def test_health_fails_when_sitemaps_cannot_be_written(app, tmp_path):
     app.config["SITEMAPS_DIR"] = str(blocker / "sitemaps")
     answer = app.test_client().get("/healthz")
     assert answer.status_code == 503 and answer.json["storage"] == "not writable"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def wait_for(url: str, status: int = 200, seconds: float = 60) -> requests.Response:
@@ -92,9 +86,12 @@ def test_run_prod_serves_with_workers_and_a_scheduler_and_stops_on_sigterm(
         sitemap = wait_for(f"http://127.0.0.1:{port}/sitemaps/shop/sitemap.xml", seconds=30)
         assert sitemap.text.count("<url>") == 20
         assert requests.get(f"http://127.0.0.1:{port}/sign-in", timeout=5).status_code == 200
-        group = subprocess.run(["ps", "-o", "args=", "-g", str(make.pid)], capture_output=True,
-                               text=True).stdout
-        assert group.count("gunicorn") == 3  # the master and two workers
+        group = subprocess.run(["ps", "-ww", "-o", "args=", "-g", str(make.pid)],
+                               capture_output=True, text=True).stdout
+        servers = [args for args in map(str.split, group.splitlines())
+                   if len(args) > 1 and args[1].endswith("bin/gunicorn")]
+        assert len(servers) == 3  # the master and two workers
+        assert all("python:webapp.gunicorn_conf" in args for args in servers)
         assert "scheduler run" in group
     finally:
         os.killpg(make.pid, signal.SIGTERM)
