@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import gzip
+import os
+import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from hashlib import sha256
 from urllib.parse import unquote_to_bytes
 
 import pytest
@@ -115,12 +120,64 @@ def test_conditional_requests_get_304_with_the_same_validators(client, shop, acc
     assert by_etag.headers.get("Vary") == first.headers.get("Vary")
 
 
-def test_a_304_is_answered_without_opening_the_file(client, shop, app):
-    etag = client.get("/sitemaps/shop/sitemap-1.xml").headers["ETag"]
-    path = get_store(app).published(shop.storage_key).files["sitemap-1.xml"].path
-    path.rename(path.with_suffix(".moved"))
-    assert client.get("/sitemaps/shop/sitemap-1.xml",
-                      headers={"If-None-Match": etag}).status_code == 304
+def test_if_none_match_decides_over_if_modified_since(client, shop):
+    first = client.get("/sitemaps/shop/sitemap.xml")
+    stale_etag_fresh_date = client.get("/sitemaps/shop/sitemap.xml", headers={
+        "If-None-Match": '"an-older-one"', "If-Modified-Since": first.headers["Last-Modified"]})
+    assert stale_etag_fresh_date.status_code == 200  # RFC 9110 13.2.2: the date is ignored
+
+
+class FileOpens:
+    """The paths this process opens while `watching` (an audit hook sees open(), io.open and
+    os.open, however they are reached)."""
+
+    def __init__(self):
+        self.paths: list[str] | None = None
+        sys.addaudithook(self._hook)  # hooks last as long as the process: idle unless watching
+
+    def _hook(self, event: str, args: tuple) -> None:
+        if event == "open" and self.paths is not None and not isinstance(args[0], int):
+            self.paths.append(os.fsdecode(args[0]))
+
+    @contextmanager
+    def watching(self) -> Iterator[list[str]]:
+        self.paths = []
+        try:
+            yield self.paths
+        finally:
+            self.paths = None
+
+
+@pytest.fixture(scope="session")
+def file_opens() -> FileOpens:
+    return FileOpens()
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+def test_a_304_is_answered_without_opening_the_file(app, shop, file_opens, method):
+    variants = [("sitemap.xml", ""), ("sitemap-1.xml", ""), ("sitemap-1.xml", "gzip"),
+                ("sitemap-1.xml.gz", "gzip")]
+    validators = []
+    for name, accept in variants:
+        first = app.test_client().get(f"/sitemaps/shop/{name}", headers={"Accept-Encoding": accept})
+        validators += [(name, {"Accept-Encoding": accept, "If-None-Match": first.headers["ETag"]}),
+                       (name, {"Accept-Encoding": accept,
+                               "If-Modified-Since": first.headers["Last-Modified"]})]
+        first.close()
+    # A process that has served nothing yet, so no body is in its memory: it reads the
+    # generation's manifest on its first request, which here is for a file it does not have.
+    fresh = create_app(app.config)
+    client = fresh.test_client()
+    assert client.get("/sitemaps/shop/no-such-file.xml").status_code == 404
+    try:
+        with file_opens.watching() as opened:
+            statuses = [client.open(f"/sitemaps/shop/{name}", method=method,
+                                    headers=headers).status_code for name, headers in validators]
+    finally:
+        fresh.extensions["db_engine"].dispose()
+    assert statuses == [304] * len(validators)
+    sitemaps = app.config["SITEMAPS_DIR"]
+    assert [path for path in opened if os.path.abspath(path).startswith(sitemaps)] == []
 
 
 def test_head_answers_headers_without_a_body(client, shop):
@@ -209,10 +266,16 @@ def test_the_stylesheet_is_same_origin_and_can_be_turned_off(app, client, shop, 
 
 
 def test_readers_during_publishing_always_get_a_complete_set(app, session, shop):
-    """Crawlers read the index and then every file it lists while generations publish."""
+    """Crawlers read the index and then every file it lists while generations publish: each
+    file must be the one of the index's generation, or of one published since."""
     app.config["SITEMAP_KEEP_GENERATIONS"] = 3
     client = ClosingClient(app.test_client())
-    problems, done = [], threading.Event()
+    store = get_store(app)
+    problems, passes, done = [], [], threading.Event()
+
+    def digests() -> tuple[int, dict[str, str]]:
+        published = store.published(shop.storage_key)
+        return published.generation, {n: f.sha256 for n, f in published.files.items()}
 
     def crawl():
         while not done.is_set():
@@ -225,7 +288,11 @@ def test_readers_during_publishing_always_get_a_complete_set(app, session, shop)
             pages = sorted(loc for body in bodies for loc in locs(etree.fromstring(body.data)))
             if pages != sorted(f"{SHOP}/page/{n}" for n in range(3)):
                 problems.append(("incomplete", pages))
+            passes.append((sha256(index.data).hexdigest(),
+                           [(name, sha256(body.data).hexdigest()) for name, body in
+                            zip(names, bodies)]))
 
+    generations = dict([digests()])
     readers = [threading.Thread(target=crawl) for _ in range(2)]
     for reader in readers:
         reader.start()
@@ -234,11 +301,18 @@ def test_readers_during_publishing_always_get_a_complete_set(app, session, shop)
             save_url(session, shop, f"{SHOP}/page/{n % 3}", {"lastmod": f"2026-01-{n + 1:02d}"})
             session.commit()
             assert jobs.regenerate(shop.id, app).status == "succeeded"
+            generations.update([digests()])
     finally:
         done.set()
         for reader in readers:
             reader.join()
     assert problems == []
+    assert len(generations) == 13 and len(passes) > 12
+    for index, files in passes:
+        first = min(g for g, names in generations.items() if names["sitemap.xml"] == index)
+        for name, digest in files:
+            assert any(names.get(name) == digest for g, names in generations.items()
+                       if g >= first), (name, "is older than the index it was listed in")
 
 
 def test_small_bodies_are_kept_in_memory_within_a_budget(tmp_path):
