@@ -8,11 +8,13 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from hashlib import sha256
 from urllib.parse import unquote_to_bytes
 
 import pytest
 from lxml import etree
+from werkzeug.http import parse_date
 
 from tests.builders import make_site, make_urls
 from tests.sitemap_schema import locs
@@ -263,6 +265,43 @@ def test_the_stylesheet_is_same_origin_and_can_be_turned_off(app, client, shop, 
     jobs.regenerate(shop.id, app)
     assert b"xml-stylesheet" not in client.get("/sitemap.xml", base_url=SHOP).data
     assert client.get("/sitemap.xsl", base_url=SHOP).status_code == 404
+
+
+def test_the_stylesheet_has_validators_that_last_while_it_is_unchanged(app, client, session):
+    site = make_site(session, max_urls_per_file=2)
+    make_urls(session, site, 3)
+    two_days_ago = datetime.now(UTC) - timedelta(days=2)
+    assert jobs.regenerate(site.id, app, now=two_days_ago).status == "succeeded"
+    first = client.get("/sitemaps/shop/sitemap.xsl")
+    assert parse_date(first.headers["Last-Modified"]) == two_days_ago.replace(microsecond=0)
+    assert first.headers["ETag"]
+    assert client.get("/sitemaps/shop/sitemap.xsl", headers={
+        "If-Modified-Since": first.headers["Last-Modified"]}).status_code == 304
+
+    save_url(session, site, f"{SHOP}/page/9", {})
+    session.commit()
+    assert jobs.regenerate(site.id, app, now=two_days_ago + timedelta(days=1)).status == "succeeded"
+    assert client.get("/sitemaps/shop/sitemap.xsl").headers["Last-Modified"] == \
+        first.headers["Last-Modified"]  # the same bytes: a browser keeps its copy
+    assert parse_date(client.get("/sitemaps/shop/sitemap-2.xml").headers["Last-Modified"]) == \
+        two_days_ago.replace(microsecond=0) + timedelta(days=1)  # the file that changed
+
+
+def test_last_modified_is_never_later_than_the_response(app, client, session):
+    # Runs within one second date each generation a second after the last (generate's
+    # _later_than); a clock set back does the same. RFC 9110 8.8.2.1: then say "now".
+    site = make_site(session)
+    make_urls(session, site, 2)
+    tomorrow = datetime.now(UTC) + timedelta(days=1)
+    assert jobs.regenerate(site.id, app, now=tomorrow).status == "succeeded"
+    for accept in ("", "gzip"):
+        response = client.get("/sitemaps/shop/sitemap.xml", headers={"Accept-Encoding": accept})
+        assert parse_date(response.headers["Last-Modified"]) <= datetime.now(UTC)
+        assert parse_date(response.headers["Last-Modified"]) >= tomorrow - timedelta(days=1,
+                                                                                    minutes=1)
+        assert client.get("/sitemaps/shop/sitemap.xml", headers={
+            "Accept-Encoding": accept, "If-Modified-Since": response.headers["Last-Modified"],
+        }).status_code == 200  # the file is dated later than that
 
 
 def test_readers_during_publishing_always_get_a_complete_set(app, session, shop):

@@ -200,6 +200,19 @@ def _carry_lastmods(files: list[BuiltFile], previous: dict[str, GenerationFile],
         built.lastmod = before.lastmod if before and before.sha256 == built.sha256 else stamp
 
 
+def _stylesheet_lastmod(store: SitemapStore, site: Site, folder: Path, stylesheet: str | None,
+                        stamp: str) -> str | None:
+    """The stylesheet's lastmod (its Last-Modified), kept while its bytes are unchanged."""
+    if stylesheet is None:
+        return None
+    published = store.published(site.storage_key)
+    served = published.files.get(stylesheet) if published else None
+    if served is not None and served.lastmod is not None and served.sha256 == hashlib.sha256(
+            (folder / stylesheet).read_bytes()).hexdigest():
+        return normalize_lastmod(served.lastmod)
+    return stamp
+
+
 
 
 def _counted(entries: Iterator[tuple[int, str]], total: int,
@@ -313,7 +326,8 @@ def _finish(session: Session, site: Site, generation: Generation, store: Sitemap
         bytes=f.bytes, gzip_bytes=f.gzip_bytes, sha256=f.sha256, first_url_id=f.first_url_id,
         last_url_id=f.last_url_id, lastmod=f.lastmod) for f in files)
     session.flush()
-    store.write_manifest(folder, generation.id, files, stylesheet)
+    store.write_manifest(folder, generation.id, files, stylesheet,
+                         _stylesheet_lastmod(store, site, folder, stylesheet, stamp))
     before_publish()
     published = store.publish(site.storage_key, generation.id, folder)
     return Published(files, url_count, published)

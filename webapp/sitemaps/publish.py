@@ -68,14 +68,15 @@ class SitemapStore:
 
     @staticmethod
     def write_manifest(folder: Path, generation_id: int, files: Sequence,
-                       stylesheet: str | None) -> None:
+                       stylesheet: str | None, stylesheet_lastmod: str | None = None) -> None:
         """Record, beside the files, what serving needs: digests, sizes, lastmods."""
         entries = {f.name: {"kind": f.kind, "sha256": f.sha256, "size": f.bytes,
                             "gzip_size": f.gzip_bytes, "lastmod": f.lastmod} for f in files}
         if stylesheet:
             data = (folder / stylesheet).read_bytes()
             entries[stylesheet] = {"kind": "stylesheet", "sha256": hashlib.sha256(data).hexdigest(),
-                                   "size": len(data), "gzip_size": None, "lastmod": None}
+                                   "size": len(data), "gzip_size": None,
+                                   "lastmod": stylesheet_lastmod}
         (folder / MANIFEST).write_text(json.dumps({"generation": generation_id, "files": entries}))
 
     def published(self, key: str) -> PublishedSet | None:

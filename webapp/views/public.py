@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 
 from flask import Flask
 from lxml import etree
-from werkzeug.http import parse_date, parse_etags
+from werkzeug.http import http_date, parse_date, parse_etags
 from werkzeug.wsgi import FileWrapper
 
 from webapp.sitemaps.build import STYLESHEET, replace_file
@@ -121,6 +122,13 @@ def _robots_txt(sites: list[SiteRoute]) -> str:
         if line.lower() not in text.lower():
             text += f"{line}\n"
     return text
+
+
+def _not_after_now(file: PublishedFile) -> str:
+    """The file's Last-Modified, or now if that is later (RFC 9110 8.8.2.1): a lastmod may
+    run a second ahead of the clock for each run within one second (generate._later_than)."""
+    now = time.time()
+    return file.last_modified if file.lastmod.timestamp() <= now else http_date(now)
 
 
 def _accepts_gzip(value: str) -> bool:
@@ -247,7 +255,7 @@ class PublicFiles:
         etag = f"{file.sha256[:32]}-gz" if gzip_twin else file.sha256[:32]
         headers = [("ETag", f'"{etag}"'), *COMMON, *extra]
         if file.last_modified:
-            headers.append(("Last-Modified", file.last_modified))
+            headers.append(("Last-Modified", _not_after_now(file)))
         if self._not_modified(environ, etag, file):
             return "304 Not Modified", headers, []
         if gzip_twin and not gzip_encoded:
