@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import re
+from pathlib import Path
 
 import pytest
 from sqlalchemy import select
@@ -439,6 +440,20 @@ def test_export_replaces_an_earlier_export_and_leaves_other_files_alone(runner, 
     assert result.exit_code == 0
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
         "index.html", "sitemap.xml", "sitemap.xml.gz", "sitemap.xsl"]
+
+
+def test_published_and_exported_files_are_readable_by_a_web_server(runner, shop, tmp_path, app):
+    runner.invoke(args=["sites", "set", shop, "max_urls_per_file=1"])
+    for n in range(2):
+        runner.invoke(args=["urls", "add", shop, f"{SHOP}p{n}"])
+    assert runner.invoke(args=["sitemaps", "generate", shop]).exit_code == 0
+    assert runner.invoke(args=["sitemaps", "export", shop, str(tmp_path / "out")]).exit_code == 0
+
+    published = next(Path(app.config["SITEMAPS_DIR"]).glob("*/current")).resolve()
+    for folder in (published, tmp_path / "out"):
+        files = [p for p in folder.iterdir() if not p.name.startswith(".")]
+        assert "sitemap.xml" in {p.name for p in files}  # the index, among the others
+        assert [p.name for p in files if p.stat().st_mode & 0o044 != 0o044] == []
 
 
 def test_export_to_a_folder_that_cannot_be_made_fails_in_one_line(runner, shop):

@@ -117,10 +117,15 @@ def alternate_fragment(hreflang: str, href: str) -> str:
     return f'<xhtml:link rel="alternate" hreflang="{escape(hreflang)}" href="{escape(href)}"/>'
 
 
+# Published files are public: readable by a web server running as another user.
+PUBLIC_MODE = 0o644
+
+
 def replace_file(path: Path, data: bytes) -> None:
     """Write a new file at `path`: a file already there (perhaps a link into an older
     generation, which must never change) is replaced, never written through."""
     handle, draft = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.fchmod(handle, PUBLIC_MODE)  # mkstemp makes 0600; a static server must read it
     with os.fdopen(handle, "wb") as out:
         out.write(data)
     os.replace(draft, path)

@@ -23,6 +23,8 @@ from pathlib import Path
 
 from werkzeug.http import http_date
 
+from webapp.sitemaps.build import PUBLIC_MODE
+
 CURRENT = "current"
 STAGING_PREFIX = ".staging-"
 MANIFEST = "manifest.json"
@@ -223,6 +225,7 @@ class SitemapStore:
             handle, draft = tempfile.mkstemp(prefix=f".{source.name}.", dir=destination)
             os.close(handle)
             shutil.copy2(source, draft)
+            os.chmod(draft, PUBLIC_MODE)  # earlier generations wrote their index as 0600
             os.replace(draft, destination / source.name)
         names = sorted(source.name for source in sources)
         marker = destination / EXPORT_MARKER.format(key=key)  # sites may share a folder
