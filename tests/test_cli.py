@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from lxml import etree
 from sqlalchemy import select
 
 from tests.sitemap_schema import NS, locs, parse
@@ -480,6 +481,69 @@ def test_diff_after_the_first_generation_lists_every_url_as_added(runner, shop):
     assert result.exit_code == 0
     assert result.stdout.splitlines()[0] == f"+ {SHOP}a"
     assert result.stdout.splitlines()[-1].endswith(": 1 added, 0 removed, 0 changed")
+
+
+def generate(runner, site: str) -> int:
+    result = runner.invoke(args=["sitemaps", "generate", site])
+    assert result.exit_code == 0, result.output
+    return int(re.search(r"generation (\d+)\)", result.stdout).group(1))
+
+
+@pytest.fixture
+def two_generations(runner, shop) -> tuple[int, int]:
+    """a, b, c; then b deleted, c given a lastmod and d added."""
+    for page in "abc":
+        runner.invoke(args=["urls", "add", shop, f"{SHOP}{page}"])
+    first = generate(runner, shop)
+    runner.invoke(args=["urls", "delete", shop, f"{SHOP}b"])
+    runner.invoke(args=["urls", "add", shop, f"{SHOP}c", "--lastmod", "2026-01-02"])
+    runner.invoke(args=["urls", "add", shop, f"{SHOP}d"])
+    return first, generate(runner, shop)
+
+
+def test_diff_between_two_generations_lists_added_removed_and_changed(runner, shop,
+                                                                      two_generations):
+    first, second = map(str, two_generations)
+    forward = runner.invoke(args=["sitemaps", "diff", shop, first, second])
+    assert (forward.exit_code, forward.stdout.splitlines()) == (0, [
+        f"+ {SHOP}d", f"- {SHOP}b", f"~ {SHOP}c  (lastmod - -> 2026-01-02)",
+        f"generation {first} -> {second}: 1 added, 1 removed, 1 changed"])
+    backward = runner.invoke(args=["sitemaps", "diff", shop, second, first])
+    assert backward.stdout.splitlines()[:3] == [
+        f"+ {SHOP}b", f"- {SHOP}d", f"~ {SHOP}c  (lastmod 2026-01-02 -> -)"]
+    assert runner.invoke(args=["sitemaps", "diff", shop]).stdout == forward.stdout  # the latest
+
+    one = runner.invoke(args=["sitemaps", "diff", shop, first])
+    assert one.exit_code == 2 and "give two generation ids, or none" in one.stderr
+    gone = runner.invoke(args=["sitemaps", "diff", shop, first, "999"])
+    assert gone.exit_code == 1 and "the files of generation 999 are not kept" in gone.stderr
+
+
+def test_history_lists_generations_and_rollback_serves_an_older_one(app, runner, shop,
+                                                                    two_generations):
+    first, second = two_generations
+    history = runner.invoke(args=["sitemaps", "history", shop]).stdout.splitlines()
+    assert history[0].split("\t") == ["id", "status", "started", "seconds", "urls", "files",
+                                      "bytes", "files on disk"]
+    assert [row.split("\t")[:2] + row.split("\t")[7:] for row in history[1:]] == [
+        [str(second), "succeeded", "published"], [str(first), "succeeded", "kept"]]
+
+    rolled = runner.invoke(args=["sitemaps", "rollback", shop, str(first)])
+    assert rolled.exit_code == 0, rolled.output
+    third = int(re.fullmatch(rf"{shop}: generation (\d+) publishes the files of generation "
+                             rf"{first} \(3 URLs\)\n", rolled.stdout).group(1))
+    served = app.test_client().get(f"/sitemaps/{shop}/sitemap.xml")
+    assert served.status_code == 200
+    assert locs(etree.fromstring(served.data)) == [f"{SHOP}a", f"{SHOP}b", f"{SHOP}c"]
+    newest = runner.invoke(args=["sitemaps", "history", shop]).stdout.splitlines()[1]
+    assert newest.split("\t")[0] == str(third)
+    assert newest.endswith("\tpublished\trollback of " + str(first))
+
+    again = runner.invoke(args=["sitemaps", "rollback", shop, str(first)])
+    assert again.stdout.endswith("holds the files published now; nothing to do\n")
+    unknown = runner.invoke(args=["sitemaps", "rollback", shop, "999"])
+    assert unknown.exit_code == 1 and "Traceback" not in unknown.output
+    assert "generation 999 is not a successful generation of this site" in unknown.stderr
 
 
 def test_two_sites_exported_into_one_folder_keep_each_others_files(runner, shop, tmp_path):

@@ -193,11 +193,14 @@ def test_unknown_sites_files_and_unpublished_sites_are_404_with_a_reason(client,
     for path, reason in (("/sitemaps/nope/sitemap.xml", b"no site 'nope'"),
                          ("/sitemaps/shop/sitemap-9.xml", b"no file 'sitemap-9.xml'"),
                          ("/sitemaps/shop/manifest.json", b"no file 'manifest.json'"),
-                         ("/sitemaps/blog/sitemap.xml", b"no published sitemaps yet")):
+                         ("/sitemaps/blog/sitemap.xml", b"no published sitemaps yet"),
+                         ("https://blog.example.com/sitemap.xml", b"no published sitemaps yet")):
         response = client.get(path)
         assert response.status_code == 404, path
         assert response.headers["Content-Type"] == "text/plain; charset=utf-8"
         assert reason in response.data
+    # Other paths on a site's host go on to the app (the dashboard may share the host).
+    assert client.get(f"{SHOP}/sitemap-9.xml").status_code == 404
 
 
 def test_the_sitemap_host_answers_at_public_paths(client, shop):
