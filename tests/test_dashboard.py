@@ -341,6 +341,19 @@ def test_export_is_a_csv_the_import_reads_back(as_role, shop):
     assert len(lines) == 4
 
 
+def test_an_export_returns_its_database_connection_when_the_download_ends(app, as_role, shop):
+    # The rows are streamed after the request's own session was closed: the stream must close
+    # what it opened, or the connection stays "idle in transaction" (holding a lock on the
+    # urls table, so a TRUNCATE or migration waits) until garbage collection finds it.
+    viewer = as_role("viewer")
+    pool = app.extensions["db_engine"].pool
+    before = pool.checkedout()
+    answer = viewer.get("/sites/shop/urls.csv")
+    assert len(answer.get_data(as_text=True).splitlines()) == 4
+    answer.close()  # as a WSGI server does once the body is sent
+    assert pool.checkedout() == before
+
+
 def test_import_of_a_pasted_list_reports_rejections(as_role, session, shop):
     editor = as_role("editor")
     answer = post(editor, "/sites/shop/import",

@@ -18,7 +18,6 @@ from flask import (
     redirect,
     render_template,
     request,
-    stream_with_context,
     url_for,
 )
 from sqlalchemy import select, tuple_
@@ -166,24 +165,27 @@ def urls_delete(slug):
 @require("viewer")
 def urls_export(slug):
     site = load_site(slug)
-    session = get_session()
     query = (select(Url.loc, Url.lastmod, Url.changefreq, Url.priority)
              .where(Url.site_id == site.id, Url.deleted_at.is_(None)).order_by(Url.id)
              .execution_options(yield_per=5000))
+    sessions = current_app.extensions["db_sessionmaker"]
 
     def rows():
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(("loc", "lastmod", "changefreq", "priority"))
-        for n, row in enumerate(session.execute(query), start=1):
-            writer.writerow(["" if value is None else value for value in row])
-            if n % 5000 == 0:
-                yield out.getvalue()
-                out.seek(0)
-                out.truncate()
-        yield out.getvalue()
+        # A session of the stream's own: the request's is closed when the view returns, before
+        # the body is sent. Closed here when the last row is sent or the client goes away.
+        with sessions() as session:
+            out = io.StringIO()
+            writer = csv.writer(out, lineterminator="\n")
+            writer.writerow(("loc", "lastmod", "changefreq", "priority"))
+            for n, row in enumerate(session.execute(query), start=1):
+                writer.writerow(["" if value is None else value for value in row])
+                if n % 5000 == 0:
+                    yield out.getvalue()
+                    out.seek(0)
+                    out.truncate()
+            yield out.getvalue()
 
-    return Response(stream_with_context(rows()), mimetype="text/csv", headers={
+    return Response(rows(), mimetype="text/csv", headers={
         "Content-Disposition": f'attachment; filename="{site.slug}-urls.csv"'})
 
 
