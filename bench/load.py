@@ -210,6 +210,18 @@ class Stop(Exception):
 # Crawlers
 
 
+def dated_as_listed(lastmod: str, last_modified: str | None, date: str | None) -> bool:
+    """Last-Modified is the lastmod the index lists, or, while that is still ahead of the
+    clock (runs within one second are dated a second apart), the time of the response: never
+    later than Date (RFC 9110 8.8.2.1), which the server may take a second later."""
+    listed, sent = datetime.fromisoformat(lastmod), parse_date(last_modified)
+    if sent is None or sent == listed:
+        return sent is not None
+    answered = parse_date(date)
+    return answered is not None and sent < listed and \
+        answered - timedelta(seconds=1) <= sent <= answered
+
+
 class Crawler:
     def __init__(self, number: int, base: str, stats: Stats, truth: Truth, stop: threading.Event,
                  sample: int):
@@ -329,7 +341,8 @@ class Crawler:
             status, sha, headers = self.get(path, variant,
                                             known if self.random.random() < 0.3 else None)
             if status in (200, 304) and sha:
-                fetched.append((name, lastmod, sha, headers.get("Last-Modified")))
+                fetched.append((name, lastmod, sha, headers.get("Last-Modified"),
+                                headers.get("Date")))
         # Revalidate the index fetched first: a 304 proves that no other index was published
         # since (an index gives each file's lastmod, so a changed file changes the index).
         after_sha, after_entries = self.index("gzip", (etag_for(before_sha, "gzip"), before_sha))
@@ -349,16 +362,16 @@ class Crawler:
 
     def check(self, fetched: list, before: set[int], low: int, high: int, overlapped: bool) -> None:
         same = newer = 0
-        for name, lastmod, sha, last_modified in fetched:
+        for name, lastmod, sha, last_modified, date in fetched:
             generations = self.truth.generations_of(name, sha)
             if not generations:  # a generation whose report has not been read yet?
                 self.truth.refresh()
                 generations = self.truth.generations_of(name, sha)
             if generations & before:
                 same += 1
-                if last_modified is None or parse_date(last_modified) != datetime.fromisoformat(lastmod):
+                if not dated_as_listed(lastmod, last_modified, date):
                     self.stats.error("lastmod", f"{name}: index says {lastmod}, "
-                                                f"Last-Modified {last_modified}")
+                                                f"Last-Modified {last_modified}, Date {date}")
             elif any(low <= g <= high for g in generations):
                 newer += 1  # a generation was published between the two index requests
             elif any(g < low for g in generations):
