@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -35,7 +36,8 @@ def environment(sqlite_template, tmp_path) -> dict[str, str]:
 @contextmanager
 def production_server(environment: dict[str, str], port: int,
                       workers: int = 2) -> Iterator[subprocess.Popen]:
-    """gunicorn with the production settings on 127.0.0.1:`port`, up and answering."""
+    """gunicorn with the production settings on 127.0.0.1:`port`, up and answering; once
+    stopped, `.output` holds what it printed."""
     process = subprocess.Popen(
         [str(GUNICORN), "-c", "python:webapp.gunicorn_conf", "--workers", str(workers),
          "--bind", f"127.0.0.1:{port}", "webapp:create_app()"],
@@ -49,7 +51,7 @@ def production_server(environment: dict[str, str], port: int,
         yield process
     finally:
         process.terminate()
-        process.communicate(timeout=60)
+        process.output = process.communicate(timeout=60)[0].decode()  # what gunicorn printed
 
 
 def worker_pids(master: subprocess.Popen) -> list[int]:
@@ -130,3 +132,86 @@ def test_an_address_left_in_time_wait_is_not_taken_for_a_server(environment):
         assert answers(port)
     with production_server(environment, port, workers=1):
         assert answers(port)
+
+
+def test_a_reload_answers_every_new_connection(environment):
+    # On HUP, new workers start and the old ones stop gracefully: they linger while crawlers
+    # hold kept-alive connections (2 s) or requests are in flight (up to 30 s). A stopping
+    # worker must stop taking connections on its own socket at once, or the kernel goes on
+    # queueing new ones there and they wait until it exits (or are reset then).
+    port = free_port()
+    with production_server(environment, port) as master:
+        old_workers = set(worker_pids(master))
+        crawlers = [socket.create_connection(("127.0.0.1", port), timeout=10)
+                    for _ in range(8)]
+        try:
+            for crawler in crawlers:  # kept alive: the old workers linger on stop
+                crawler.sendall(b"GET /sitemaps/none/sitemap.xml HTTP/1.1\r\nHost: a\r\n\r\n")
+                assert crawler.recv(65536).startswith(b"HTTP/1.1 404")
+            master.send_signal(signal.SIGHUP)
+            unanswered, answered, deadline = [], 0, time.monotonic() + 3
+            while time.monotonic() < deadline:
+                try:
+                    with socket.create_connection(("127.0.0.1", port), timeout=1.5) as fresh:
+                        fresh.sendall(b"GET /sitemaps/none/sitemap.xml HTTP/1.1\r\nHost: a\r\n"
+                                      b"Connection: close\r\n\r\n")
+                        assert fresh.recv(64).startswith(b"HTTP/1.1 404")
+                        answered += 1
+                except OSError as error:
+                    unanswered.append(repr(error))
+            new_workers = set(worker_pids(master))
+        finally:
+            for crawler in crawlers:
+                crawler.close()
+    assert unanswered == [] and answered > 20
+    assert new_workers and not new_workers & old_workers  # it did reload
+
+
+def start(environment: dict[str, str], bind: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [str(GUNICORN), "-c", "python:webapp.gunicorn_conf", "--workers", "2", "--bind", bind,
+         "webapp:create_app()"],
+        cwd=ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_a_unix_socket_is_shared_by_the_workers(environment, tmp_path):
+    # SO_REUSEPORT is refused on unix sockets, and each worker would unlink the others' file.
+    path = tmp_path / "gunicorn.sock"
+    server = start(environment, f"unix:{path}")
+    try:
+        deadline = time.monotonic() + 60
+        while len(worker_pids(server)) < 2 or not path.exists():
+            assert server.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        workers = worker_pids(server)
+        for _ in range(4):
+            with socket.socket(socket.AF_UNIX) as client:
+                client.settimeout(10)
+                client.connect(str(path))
+                client.sendall(b"GET /sitemaps/none/sitemap.xml HTTP/1.1\r\nHost: a\r\n"
+                               b"Connection: close\r\n\r\n")
+                assert client.recv(64).startswith(b"HTTP/1.1 404")
+        time.sleep(1)
+        assert worker_pids(server) == workers  # none failed and was restarted
+    finally:
+        server.terminate()
+        output = server.communicate(timeout=60)[0]
+    assert "One listening socket shared by the workers" in output
+
+
+def test_an_address_that_is_not_this_machines_stops_gunicorn_at_once(environment):
+    # 192.0.2.1 is reserved for documentation (RFC 5737): binding to it fails here, and
+    # nothing is sent anywhere.
+    server = start(environment, f"192.0.2.1:{free_port()}")
+    output = server.communicate(timeout=60)[0]
+    assert server.returncode == 1
+    assert "192.0.2.1" in output and "cannot be listened on" in output
+
+
+def test_a_binary_upgrade_is_refused_in_words_and_the_server_goes_on(environment):
+    port = free_port()
+    with production_server(environment, port) as master:
+        master.send_signal(signal.SIGUSR2)
+        time.sleep(3)
+        assert master.poll() is None and answers(port)
+    assert "a binary upgrade (USR2) does not work with a socket per worker" in master.output

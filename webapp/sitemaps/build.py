@@ -10,7 +10,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
-import tempfile
+import secrets
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -117,18 +117,25 @@ def alternate_fragment(hreflang: str, href: str) -> str:
     return f'<xhtml:link rel="alternate" hreflang="{escape(hreflang)}" href="{escape(href)}"/>'
 
 
-# Published files are public: readable by a web server running as another user.
+# What `sitemaps export` gives the files it writes: a static server of another user reads them.
 PUBLIC_MODE = 0o644
 
 
 def replace_file(path: Path, data: bytes) -> None:
     """Write a new file at `path`: a file already there (perhaps a link into an older
-    generation, which must never change) is replaced, never written through."""
-    handle, draft = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.fchmod(handle, PUBLIC_MODE)  # mkstemp makes 0600; a static server must read it
-    with os.fdopen(handle, "wb") as out:
-        out.write(data)
-    os.replace(draft, path)
+    generation, which must never change) is replaced, never written through.
+
+    The draft is made as every other published file is (the process's umask decides its
+    mode), not with mkstemp, whose files only their owner can read.
+    """
+    draft = path.with_name(f".{path.name}.{secrets.token_hex(8)}")
+    try:
+        with open(draft, "xb") as out:
+            out.write(data)
+        os.replace(draft, path)
+    except BaseException:
+        draft.unlink(missing_ok=True)
+        raise
 
 
 def _compress_and_hash(path: Path, built: BuiltFile) -> BuiltFile:
