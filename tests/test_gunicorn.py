@@ -46,12 +46,14 @@ def production_server(environment: dict[str, str], port: int,
         deadline = time.monotonic() + 60
         while len(worker_pids(process)) < workers or not answers(port):
             if process.poll() is not None or time.monotonic() > deadline:
+                process.terminate()
                 raise AssertionError(f"gunicorn did not start: {process.communicate()[0]!r}")
             time.sleep(0.1)
         yield process
     finally:
-        process.terminate()
-        process.output = process.communicate(timeout=60)[0].decode()  # what gunicorn printed
+        if process.returncode is None:
+            process.terminate()
+            process.output = process.communicate(timeout=60)[0].decode()  # what it printed
 
 
 def worker_pids(master: subprocess.Popen) -> list[int]:
@@ -215,3 +217,30 @@ def test_a_binary_upgrade_is_refused_in_words_and_the_server_goes_on(environment
         time.sleep(3)
         assert master.poll() is None and answers(port)
     assert "a binary upgrade (USR2) does not work with a socket per worker" in master.output
+
+
+def test_a_socket_from_systemd_is_shared_by_the_workers(environment):
+    # Socket activation: systemd listens, and hands the socket to gunicorn as fd 3 with
+    # LISTEN_FDS and LISTEN_PID naming the process it is for (here, bash before its exec).
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    server = subprocess.Popen(
+        ["bash", "-c", 'exec 3<&"$SOCKET_FD"; LISTEN_PID=$$ LISTEN_FDS=1 exec "$0" "$@"',
+         str(GUNICORN), "-c", "python:webapp.gunicorn_conf", "--workers", "2",
+         "webapp:create_app()"],
+        cwd=ROOT, env={**environment, "SOCKET_FD": str(listener.fileno())},
+        pass_fds=(listener.fileno(),), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True)
+    listener.close()  # gunicorn holds it now
+    try:
+        deadline = time.monotonic() + 30
+        while len(worker_pids(server)) < 2 or not answers(port):
+            if server.poll() is not None or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        served = answers(port)
+    finally:
+        server.terminate()
+        output = server.communicate(timeout=60)[0]
+    assert served, output
+    assert "One listening socket shared by the workers" in output
