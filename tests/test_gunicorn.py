@@ -38,10 +38,7 @@ def production_server(environment: dict[str, str], port: int,
                       workers: int = 2) -> Iterator[subprocess.Popen]:
     """gunicorn with the production settings on 127.0.0.1:`port`, up and answering; once
     stopped, `.output` holds what it printed."""
-    process = subprocess.Popen(
-        [str(GUNICORN), "-c", "python:webapp.gunicorn_conf", "--workers", str(workers),
-         "--bind", f"127.0.0.1:{port}", "webapp:create_app()"],
-        cwd=ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    process = start(environment, f"127.0.0.1:{port}", workers)
     try:
         deadline = time.monotonic() + 60
         while len(worker_pids(process)) < workers or not answers(port):
@@ -53,7 +50,15 @@ def production_server(environment: dict[str, str], port: int,
     finally:
         if process.returncode is None:
             process.terminate()
-            process.output = process.communicate(timeout=60)[0].decode()  # what it printed
+            process.output = process.communicate(timeout=60)[0]  # what it printed
+
+
+def start(environment: dict[str, str], bind: str, workers: int = 2) -> subprocess.Popen:
+    """gunicorn as production starts it, its output (text) on one pipe."""
+    return subprocess.Popen(
+        [str(GUNICORN), "-c", "python:webapp.gunicorn_conf", "--workers", str(workers),
+         "--bind", bind, "webapp:create_app()"],
+        cwd=ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def worker_pids(master: subprocess.Popen) -> list[int]:
@@ -117,12 +122,10 @@ def test_a_burst_of_keep_alive_connections_is_spread_over_the_workers(environmen
 def test_a_second_server_on_the_same_address_is_refused_not_shared(environment):
     port = free_port()
     with production_server(environment, port, workers=1) as first:
-        second = subprocess.run(
-            [str(GUNICORN), "-c", "python:webapp.gunicorn_conf", "--workers", "1",
-             "--bind", f"127.0.0.1:{port}", "webapp:create_app()"],
-            cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60)
+        second = start(environment, f"127.0.0.1:{port}", workers=1)
+        output = second.communicate(timeout=60)[0]
         assert second.returncode == 1
-        assert f"127.0.0.1:{port} is already in use by another server" in second.stderr
+        assert f"127.0.0.1:{port} is already in use by another server" in output
         assert first.poll() is None and answers(port)
 
 
@@ -167,13 +170,6 @@ def test_a_reload_answers_every_new_connection(environment):
                 crawler.close()
     assert unanswered == [] and answered > 20
     assert new_workers and not new_workers & old_workers  # it did reload
-
-
-def start(environment: dict[str, str], bind: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [str(GUNICORN), "-c", "python:webapp.gunicorn_conf", "--workers", "2", "--bind", bind,
-         "webapp:create_app()"],
-        cwd=ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def test_a_unix_socket_is_shared_by_the_workers(environment, tmp_path):

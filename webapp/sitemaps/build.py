@@ -117,10 +117,6 @@ def alternate_fragment(hreflang: str, href: str) -> str:
     return f'<xhtml:link rel="alternate" hreflang="{escape(hreflang)}" href="{escape(href)}"/>'
 
 
-# What `sitemaps export` gives the files it writes: a static server of another user reads them.
-PUBLIC_MODE = 0o644
-
-
 def replace_file(path: Path, data: bytes) -> None:
     """Write a new file at `path`: a file already there (perhaps a link into an older
     generation, which must never change) is replaced, never written through.

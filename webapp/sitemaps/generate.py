@@ -35,7 +35,7 @@ from webapp.sitemaps.build import (
     urlset_open,
     write_index,
 )
-from webapp.sitemaps.publish import SitemapStore
+from webapp.sitemaps.publish import PublishedFile, PublishedSet, SitemapStore
 
 STREAM_OPTIONS = {"stream_results": True, "yield_per": 10_000}
 
@@ -166,12 +166,20 @@ def _same_as_published(store: SitemapStore, site: Site, previous_id: int | None,
         return False  # the files on disk are not what the database remembers
     if {f.name: f.sha256 for f in files} != {name: f.sha256 for name, f in previous.items()}:
         return False
-    served = published.files.get(stylesheet) if stylesheet else None
-    if stylesheet and (served is None or served.sha256 != hashlib.sha256(
-            (folder / stylesheet).read_bytes()).hexdigest()):
+    if stylesheet and _served_stylesheet(published, folder, stylesheet) is None:
         return False
     return stylesheet is not None or not any(
         f.kind == "stylesheet" for f in published.files.values())
+
+
+def _served_stylesheet(published: PublishedSet | None, folder: Path,
+                       stylesheet: str) -> PublishedFile | None:
+    """The stylesheet being served, if the one in `folder` has the same bytes."""
+    served = published.files.get(stylesheet) if published else None
+    if served is not None and served.sha256 == hashlib.sha256(
+            (folder / stylesheet).read_bytes()).hexdigest():
+        return served
+    return None
 
 
 def _rename(folder: Path, built: BuiltFile, name: str) -> None:
@@ -205,12 +213,8 @@ def _stylesheet_lastmod(store: SitemapStore, site: Site, folder: Path, styleshee
     """The stylesheet's lastmod (its Last-Modified), kept while its bytes are unchanged."""
     if stylesheet is None:
         return None
-    published = store.published(site.storage_key)
-    served = published.files.get(stylesheet) if published else None
-    if served is not None and served.lastmod is not None and served.sha256 == hashlib.sha256(
-            (folder / stylesheet).read_bytes()).hexdigest():
-        return normalize_lastmod(served.lastmod)
-    return stamp
+    served = _served_stylesheet(store.published(site.storage_key), folder, stylesheet)
+    return normalize_lastmod(served.lastmod) if served and served.lastmod else stamp
 
 
 

@@ -23,12 +23,12 @@ from pathlib import Path
 
 from werkzeug.http import http_date
 
-from webapp.sitemaps.build import PUBLIC_MODE
-
 CURRENT = "current"
 STAGING_PREFIX = ".staging-"
 MANIFEST = "manifest.json"
 EXPORT_MARKER = ".sitemap-export-{key}.json"
+# What export gives the files it writes: a static server of another user reads them.
+PUBLIC_MODE = 0o644
 
 
 @dataclass(frozen=True)
