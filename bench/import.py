@@ -48,8 +48,8 @@ def write_csv(path: Path, urls: int) -> None:
 def run_app(db: str, csv_path: Path, instance: Path) -> tuple[float, str]:
     from webapp import create_app
     from webapp.db import session_scope
-    from webapp.importing import import_urls
     from webapp.sites import find_site
+    from webapp.urls import import_urls
 
     app = create_app({"DATABASE_URL": db, "SECRET_KEY": "bench", "INSTANCE_PATH": str(instance)})
     started = time.perf_counter()

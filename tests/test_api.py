@@ -513,7 +513,7 @@ def test_an_upsert_waiting_on_a_delete_of_the_same_url_brings_it_back(app, datab
     # delete commits, so the URL ends live and sent, as if the delete came first.
     if not database_url.startswith("postgresql"):
         pytest.skip("SQLite lets one writer in at a time: the two cannot interleave")
-    from webapp.changes import next_change_seq
+    from webapp.urls import next_change_seq
 
     loc = "https://shop.example.com/a"
     api.post("/sites/shop/urls", {"urls": [{"loc": loc, "lastmod": "2026-01-01"}]})

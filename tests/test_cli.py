@@ -557,3 +557,19 @@ def test_two_sites_exported_into_one_folder_keep_each_others_files(runner, shop,
     for slug in (shop, "news", shop):
         assert runner.invoke(args=["sitemaps", "export", slug, str(out)]).exit_code == 0
     assert {"sitemap.xml", "sitemap-news.xml"} <= {p.name for p in out.iterdir()}
+
+
+def test_urls_import_fetches_a_sitemap_from_the_sites_own_hosts_only(runner, session, engine):
+    base = engine.url_for("/")
+    assert runner.invoke(args=["sites", "create", "Local", base]).exit_code == 0
+    engine.expect_request("/sitemap.xml").respond_with_data(
+        f'<urlset xmlns="{NS["sm"]}"><url><loc>{base}a</loc></url></urlset>')
+    result = runner.invoke(args=["urls", "import", "local", f"{base}sitemap.xml"])
+    assert result.exit_code == 0 and result.stdout.startswith("added 1"), result.output
+    assert list(live_urls(session)) == [f"{base}a"]
+    # The same server under another name is another host: refused before anything is sent.
+    other = base.replace("127.0.0.1", "localhost")
+    requests_before = len(engine.log)
+    assert_fails_cleanly(runner.invoke(args=["urls", "import", "local", f"{other}sitemap.xml"]),
+                         "sitemap_url", "the site's host")
+    assert len(engine.log) == requests_before

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from sqlalchemy import delete, func, select
 
 from tests.builders import make_site, make_urls
-from webapp import health, jobs
+from webapp import jobs
 from webapp.models import Delivery, Generation, Site, Url, User, utcnow
-from webapp.urls import save_url
+from webapp.urls import health, save_url
 from webapp.users import create_user
 
 PASSWORD = "correct horse"

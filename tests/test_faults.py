@@ -24,12 +24,11 @@ from werkzeug import Response
 
 from tests.builders import make_site
 from tests.test_notify import KEY, service_account_file
-from webapp import create_app, jobs
-from webapp.importing import import_urls
+from webapp import create_app, jobs, notify
 from webapp.models import Delivery, Generation, utcnow
 from webapp.sitemaps import get_store
 from webapp.sites import update_site
-from webapp.urls import save_url
+from webapp.urls import import_urls, save_url
 
 # What a second app on the test's database and folders keeps from the `app` fixture.
 SHARED_SETTINGS = ("TESTING", "DATABASE_URL", "SECRET_KEY", "INSTANCE_PATH", "SITEMAPS_DIR",
@@ -241,10 +240,10 @@ def run_until_quiet(app, session, outage: Outage, until: datetime,
         if due is None or due > until:
             return history
         outage.now = due - timedelta(seconds=1)
-        assert jobs.deliver(app, now=outage.now, rng=rng) == [], "sent before it was due"
+        assert notify.deliver(app, now=outage.now, rng=rng) == [], "sent before it was due"
         outage.now = due
         before = records(session)
-        attempted = jobs.deliver(app, now=due, rng=rng)
+        attempted = notify.deliver(app, now=due, rng=rng)
         assert attempted, "a record was due and nothing was attempted"
         after = records(session)
         for delivery_id in attempted:
@@ -312,7 +311,7 @@ def test_an_engine_down_for_an_hour_gets_every_change_once_after_backing_off(
             changed.append(f"{site.base_url}{path}")
         session.commit()
         assert jobs.regenerate(site.id, app, now=moment).status == "succeeded"
-        assert len(jobs.announce(site.id, app, now=moment)) == 3  # IndexNow, Search Console, ping
+        assert len(notify.announce(site.id, app, now=moment)) == 3  # IndexNow, Search Console, ping
 
     change(start, [f"a/{n}" for n in range(30)])
     history = run_until_quiet(
@@ -339,7 +338,7 @@ def test_an_engine_down_for_an_hour_gets_every_change_once_after_backing_off(
     assert len(successes(engine, "/webmasters/")) == 2
     assert len(successes(engine, "/ping")) == 2
     # Nothing is left to send, now or much later.
-    assert jobs.deliver(app, now=start + timedelta(days=2)) == []
+    assert notify.deliver(app, now=start + timedelta(days=2)) == []
 
 
 def test_an_outage_longer_than_the_attempt_budget_fails_the_record_until_retried(
@@ -359,7 +358,7 @@ def test_an_outage_longer_than_the_attempt_budget_fails_the_record_until_retried
         save_url(session, site, loc)
     session.commit()
     assert jobs.regenerate(site.id, app).status == "succeeded"
-    [delivery_id] = jobs.announce(site.id, app, now=start)
+    [delivery_id] = notify.announce(site.id, app, now=start)
 
     history = run_until_quiet(app, session, outage, ends)
     attempts = history[delivery_id]
@@ -370,7 +369,7 @@ def test_an_outage_longer_than_the_attempt_budget_fails_the_record_until_retried
     assert record.outcome.startswith("500 ") and "gave up after 4 attempts" in record.outcome
     for later in (ends - timedelta(seconds=1), ends, start + timedelta(days=2)):
         outage.now = later
-        assert jobs.deliver(app, now=later) == []
+        assert notify.deliver(app, now=later) == []
     assert len(engine.log) == 4
 
     runner = app.test_cli_runner()
@@ -385,7 +384,7 @@ def test_an_outage_longer_than_the_attempt_budget_fails_the_record_until_retried
     assert [request.get_json()["urlList"] for request in successes(engine, "/indexnow")] == [locs]
     again = runner.invoke(args=["notifications", "retry", str(delivery_id)])
     assert again.exit_code != 0 and "was delivered" in again.output
-    assert jobs.deliver(app, now=start + timedelta(days=3)) == []
+    assert notify.deliver(app, now=start + timedelta(days=3)) == []
     assert len(engine.log) == 5
 
 
@@ -400,8 +399,8 @@ def test_a_record_that_gave_up_does_not_say_it_will_try_again(app_with, session,
     save_url(session, site, f"{site.base_url}a")
     session.commit()
     jobs.regenerate(site.id, app)
-    jobs.announce(site.id, app)
-    jobs.deliver(app)
+    notify.announce(site.id, app)
+    notify.deliver(app)
     [record] = records(session).values()
     assert record.status == "failed"
     # A record that gave up must not say it will try again (`notifications list`, dashboard).

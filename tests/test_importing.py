@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import select
 
 from tests.builders import make_site
-from webapp.importing import ImportFormatError, import_urls, read_header, text_chunks
 from webapp.models import Url
+from webapp.urls.importing import ImportFormatError, import_urls, read_header, text_chunks
 
 SHOP = "https://shop.example.com/"
 

@@ -18,12 +18,11 @@ from sqlalchemy import select
 from werkzeug import Response
 
 from tests.builders import make_site
-from webapp import jobs
-from webapp.importing import import_urls
+from webapp import jobs, notify
 from webapp.models import Delivery, Url, utcnow
 from webapp.notify.ledger import backoff, claim
 from webapp.sites import update_site
-from webapp.urls import delete_url, save_url
+from webapp.urls import delete_url, import_urls, save_url
 
 KEY = "testkey-0123456789"
 
@@ -46,7 +45,7 @@ def announce_one(app, session, site, path="a"):
     save_url(session, site, f"{site.base_url}{path}")
     session.commit()
     publish(app, site)
-    jobs.announce(site.id, app)
+    notify.announce(site.id, app)
 
 
 def ledger(session) -> list[Delivery]:
@@ -63,7 +62,7 @@ def test_announcement_is_exactly_what_was_added_changed_or_deleted(app, session,
         save_url(session, site, f"{site.base_url}{path}", {"lastmod": "2026-01-01"})
     session.commit()
     publish(app, site)
-    first = jobs.announce(site.id, app)
+    first = notify.announce(site.id, app)
     assert [d.urls.split("\n") for d in ledger(session)] == [
         [f"{site.base_url}{p}" for p in ("a", "b", "c")]]
 
@@ -73,11 +72,11 @@ def test_announcement_is_exactly_what_was_added_changed_or_deleted(app, session,
     save_url(session, site, f"{site.base_url}d")
     session.commit()
     publish(app, site)
-    second = jobs.announce(site.id, app)
+    second = notify.announce(site.id, app)
     assert len(first) == len(second) == 1
     assert ledger(session)[-1].urls.split("\n") == [
         f"{site.base_url}a", f"{site.base_url}c", f"{site.base_url}d"]
-    assert jobs.announce(site.id, app) == []  # nothing twice
+    assert notify.announce(site.id, app) == []  # nothing twice
 
 
 def test_changes_after_the_last_generation_wait_for_the_next_one(app, session, site):
@@ -86,10 +85,10 @@ def test_changes_after_the_last_generation_wait_for_the_next_one(app, session, s
     publish(app, site)
     save_url(session, site, f"{site.base_url}b")
     session.commit()
-    jobs.announce(site.id, app)
+    notify.announce(site.id, app)
     assert [d.urls for d in ledger(session)] == [f"{site.base_url}a"]
     publish(app, site)
-    jobs.announce(site.id, app)
+    notify.announce(site.id, app)
     assert [d.urls for d in ledger(session)] == [f"{site.base_url}a", f"{site.base_url}b"]
 
 
@@ -98,13 +97,13 @@ def test_an_import_announces_only_rows_that_changed(app, session, site):
     import_urls(session, site, io.StringIO(rows))
     session.commit()
     publish(app, site)
-    jobs.announce(site.id, app)
+    notify.announce(site.id, app)
     again = rows.replace("p1,2026-01-01", "p1,2026-03-03")
     report = import_urls(session, site, io.StringIO(again))
     session.commit()
     assert (report.updated, report.unchanged) == (1, 2)
     publish(app, site)
-    jobs.announce(site.id, app)
+    notify.announce(site.id, app)
     assert ledger(session)[-1].urls == f"{site.base_url}p1"
 
 
@@ -116,7 +115,7 @@ def test_urls_from_before_indexnow_was_turned_on_are_not_announced(app, session,
     save_url(session, site, f"{site.base_url}new")
     session.commit()
     publish(app, site)
-    jobs.announce(site.id, app)
+    notify.announce(site.id, app)
     assert [d.urls for d in ledger(session)] == [f"{site.base_url}new"]
 
 
@@ -125,8 +124,8 @@ def test_indexnow_receives_host_key_location_and_encoded_urls(app, session, site
     save_url(session, site, f"{site.base_url}café?q=ü")
     session.commit()
     publish(app, site)
-    jobs.announce(site.id, app)
-    jobs.deliver(app)
+    notify.announce(site.id, app)
+    notify.deliver(app)
     origin = site.base_url.rstrip("/")
     assert posted(engine) == [{"host": origin.split("//")[1], "key": KEY,
                                "keyLocation": f"{origin}/{KEY}.txt",
@@ -137,7 +136,7 @@ def test_indexnow_receives_host_key_location_and_encoded_urls(app, session, site
     assert (delivery.status, delivery.http_status, delivery.attempts) == ("delivered", 200, 1)
     assert delivery.outcome.startswith("200 OK")
     assert delivery.target == engine.url_for("/indexnow")
-    jobs.deliver(app)
+    notify.deliver(app)
     assert len(engine.log) == 1  # delivered records are not sent again
 
 
@@ -147,8 +146,8 @@ def test_25000_changed_urls_become_three_requests_of_at_most_10000(app, session,
     import_urls(session, site, io.StringIO("\n".join(locs)))
     session.commit()
     publish(app, site)
-    jobs.announce(site.id, app)
-    jobs.deliver(app)
+    notify.announce(site.id, app)
+    notify.deliver(app)
     bodies = posted(engine)
     assert [len(body["urlList"]) for body in bodies] == [10_000, 10_000, 5_000]
     assert [url for body in bodies for url in body["urlList"]] == locs
@@ -165,8 +164,8 @@ def test_25000_changed_urls_become_three_requests_of_at_most_10000(app, session,
 def test_refusals_are_permanent_and_explained(app, session, site, engine, status, words):
     engine.expect_request("/indexnow").respond_with_data("nope", status=status)
     announce_one(app, session, site)
-    jobs.deliver(app)
-    jobs.deliver(app, now=utcnow() + timedelta(days=2))
+    notify.deliver(app)
+    notify.deliver(app, now=utcnow() + timedelta(days=2))
     [delivery] = ledger(session)
     assert (delivery.status, delivery.http_status, delivery.attempts) == ("failed", status, 1)
     assert words in delivery.outcome and delivery.response_excerpt == "nope"
@@ -180,13 +179,13 @@ def test_429_waits_as_long_as_retry_after_says_then_succeeds(app, session, site,
     engine.expect_ordered_request("/indexnow").respond_with_data("", status=200)
     announce_one(app, session, site)
     start = utcnow()
-    jobs.deliver(app, now=start)
+    notify.deliver(app, now=start)
     [delivery] = ledger(session)
     assert (delivery.status, delivery.http_status) == ("pending", 429)
     assert delivery.next_attempt_at >= start + timedelta(seconds=3600)
-    jobs.deliver(app, now=start + timedelta(seconds=3599))
+    notify.deliver(app, now=start + timedelta(seconds=3599))
     assert len(engine.log) == 1  # not due yet
-    jobs.deliver(app, now=start + timedelta(seconds=3601))
+    notify.deliver(app, now=start + timedelta(seconds=3601))
     [delivery] = ledger(session)
     assert (delivery.status, delivery.attempts, len(engine.log)) == ("delivered", 2, 2)
     assert posted(engine)[0] == posted(engine)[1]
@@ -197,7 +196,7 @@ def test_server_errors_back_off_then_give_up_after_the_attempt_limit(app, sessio
     announce_one(app, session, site)
     now, waits = utcnow(), []
     for _ in range(app.config["NOTIFY_MAX_ATTEMPTS"]):
-        jobs.deliver(app, now=now)
+        notify.deliver(app, now=now)
         [delivery] = ledger(session)
         if delivery.next_attempt_at:
             waits.append(delivery.next_attempt_at - now)
@@ -229,7 +228,7 @@ def test_an_engine_that_hangs_is_given_up_on_at_the_timeout(app, session, site, 
     app.config["NOTIFY_TIMEOUT"] = 0.5
     engine.expect_request("/indexnow").respond_with_handler(hang)
     announce_one(app, session, site)
-    jobs.deliver(app)
+    notify.deliver(app)
     release.set()
     finished.wait(10)  # so the late answer is not logged during the next test
     [delivery] = ledger(session)
@@ -241,7 +240,7 @@ def test_redirects_are_not_followed(app, session, site, engine):
     engine.expect_request("/indexnow").respond_with_data(
         "", status=301, headers={"Location": "http://127.0.0.1:9/elsewhere"})
     announce_one(app, session, site)
-    jobs.deliver(app)
+    notify.deliver(app)
     [delivery] = ledger(session)
     assert delivery.status == "failed" and "redirects are not followed" in delivery.outcome
     assert len(engine.log) == 1
@@ -251,7 +250,7 @@ def test_turning_indexnow_off_stops_what_is_pending(app, session, site, engine):
     announce_one(app, session, site)
     update_site(session, site, {"indexnow_enabled": "off"})
     session.commit()
-    jobs.deliver(app)
+    notify.deliver(app)
     [delivery] = ledger(session)
     assert delivery.status == "failed" and "turned off" in delivery.outcome
     assert engine.log == []
@@ -271,11 +270,11 @@ def test_urls_outside_the_key_folder_are_left_out(app, session, engine):
     save_url(session, site, base + "shop/a")
     session.commit()
     publish(app, site)
-    jobs.announce(site.id, app)
+    notify.announce(site.id, app)
     [delivery] = ledger(session)
     assert delivery.urls == base + "shop/a"
     engine.expect_request("/indexnow").respond_with_data("", status=200)
-    jobs.deliver(app)
+    notify.deliver(app)
     assert posted(engine)[0]["keyLocation"] == f"{base}shop/{KEY}.txt"
 
 
@@ -283,7 +282,7 @@ def test_an_answer_in_an_unknown_charset_is_still_a_success(app, session, site, 
     engine.expect_request("/indexnow").respond_with_data(
         "ok", status=200, headers={"Content-Type": "text/plain; charset=bogus-x"})
     announce_one(app, session, site)
-    jobs.deliver(app)
+    notify.deliver(app)
     [delivery] = ledger(session)
     assert (delivery.status, delivery.response_excerpt) == ("delivered", "ok")
 
@@ -295,12 +294,12 @@ def test_a_retry_of_a_record_that_changed_meanwhile_is_refused(app, session, sit
     engine.expect_ordered_request("/indexnow").respond_with_data("", status=403)
     engine.expect_ordered_request("/indexnow").respond_with_data("", status=200)
     announce_one(app, session, site)
-    jobs.deliver(app)
+    notify.deliver(app)
     [stale] = ledger(session)  # read as failed
     with app.extensions["db_sessionmaker"]() as other:
         retry(other, other.get(Delivery, stale.id), app.config, utcnow())
         other.commit()
-    jobs.deliver(app)  # delivered by the first retry
+    notify.deliver(app)  # delivered by the first retry
     with pytest.raises(InvalidValue, match="changed while"):
         retry(session, stale, app.config, utcnow())
     session.rollback()
@@ -311,8 +310,8 @@ def test_two_senders_never_send_the_same_record(app, session, site):
     save_url(session, site, f"{site.base_url}a")
     session.commit()
     publish(app, site)
-    [delivery_id] = jobs.announce(site.id, app)
-    now, lease = utcnow(), jobs.delivery_lease(app.config)
+    [delivery_id] = notify.announce(site.id, app)
+    now, lease = utcnow(), notify.delivery_lease(app.config)
     with app.extensions["db_sessionmaker"]() as one, app.extensions["db_sessionmaker"]() as two:
         assert claim(one, delivery_id, now, lease) is not None
         one.commit()
@@ -331,9 +330,9 @@ def test_concurrent_delivery_runs_send_each_record_once(app, session, site, engi
         f"{site.base_url}p/{n}" for n in range(35_000))))
     session.commit()
     publish(app, site)
-    assert len(jobs.announce(site.id, app)) == 4
+    assert len(notify.announce(site.id, app)) == 4
     results: list[list[int]] = []
-    threads = [threading.Thread(target=lambda: results.append(jobs.deliver(app)))
+    threads = [threading.Thread(target=lambda: results.append(notify.deliver(app)))
                for _ in range(3)]
     for thread in threads:
         thread.start()
@@ -351,7 +350,7 @@ def test_a_cursor_moves_only_from_where_its_planner_read_it(app, session, site):
     save_url(session, site, f"{site.base_url}a")
     session.commit()
     publish(app, site)
-    jobs.announce(site.id, app)  # moves the IndexNow cursor from 0
+    notify.announce(site.id, app)  # moves the IndexNow cursor from 0
     with pytest.raises(PlanConflict):
         set_position(session, site.id, "indexnow", 99, expected=0)
     session.rollback()
@@ -367,7 +366,7 @@ def test_gsc_submits_the_sitemap_with_a_service_account_token(app, session, engi
     engine.expect_request(f"/webmasters/v3/sites/sc-domain:example.com/sitemaps/"
                           f"{site.sitemap_url}", method="PUT").respond_with_data("", status=204)
     announce_one(app, session, site)
-    jobs.deliver(app)
+    notify.deliver(app)
     [delivery] = ledger(session)
     assert (delivery.engine, delivery.status, delivery.http_status) == ("gsc", "delivered", 204)
     token_request, put = (request for request, _ in engine.log)
@@ -378,7 +377,7 @@ def test_gsc_submits_the_sitemap_with_a_service_account_token(app, session, engi
         f"/webmasters/v3/sites/sc-domain%3Aexample.com/sitemaps/{quoted}")
     # An unchanged generation submits nothing again.
     publish(app, site)
-    assert jobs.announce(site.id, app) == []
+    assert notify.announce(site.id, app) == []
 
 
 def test_gsc_403_says_which_account_to_add(app, session, engine, tmp_path):
@@ -390,7 +389,7 @@ def test_gsc_403_says_which_account_to_add(app, session, engine, tmp_path):
     engine.expect_request(re.compile("/webmasters/.*"), method="PUT"
                           ).respond_with_data("no permission", status=403)
     announce_one(app, session, site)
-    jobs.deliver(app)
+    notify.deliver(app)
     [delivery] = ledger(session)
     assert delivery.status == "failed"
     assert "robot@test-project.iam.gserviceaccount.com" in delivery.outcome
@@ -403,7 +402,7 @@ def test_ping_templates_get_the_encoded_sitemap_url(app, session, engine):
     engine.expect_request("/ping").respond_with_data("ok")
     engine.expect_request(re.compile("/other/.*")).respond_with_data("ok")
     announce_one(app, session, site)
-    jobs.deliver(app)
+    notify.deliver(app)
     quoted = site.sitemap_url.replace(":", "%3A").replace("/", "%2F")
     assert [request.environ["REQUEST_URI"] for request, _ in engine.log] == [
         f"/ping?sitemap={quoted}", f"/other/{quoted}"]
@@ -428,7 +427,7 @@ def service_account_file(folder, token_uri):
 def test_a_url_edit_during_an_import_waits_instead_of_deadlocking(app, session, site):
     """Every writer takes the site's change number before touching URL rows, so an edit of a
     URL that an open import is about to write waits for the import, then goes through."""
-    from webapp.changes import next_change_seq
+    from webapp.urls import next_change_seq
 
     save_url(session, site, f"{site.base_url}x", {"lastmod": "2026-01-01"})
     session.commit()

@@ -18,10 +18,9 @@ from werkzeug import Response
 from tests.builders import make_site
 from tests.test_cli import assert_fails_cleanly, shown
 from tests.test_notify import KEY, ledger, posted, publish
-from webapp import jobs
-from webapp.importing import import_urls
+from webapp import notify
 from webapp.models import Delivery, utcnow
-from webapp.urls import save_url
+from webapp.urls import import_urls, save_url
 
 
 @pytest.fixture
@@ -193,10 +192,10 @@ def test_a_sender_killed_midway_loses_nothing_and_repeats_nothing_delivered(
         release.set()
     assert [d.status for d in ledger(session)] == ["delivered", "sending", "pending"]
 
-    jobs.deliver(app)  # the third is due; the second is still within its lease: left alone
+    notify.deliver(app)  # the third is due; the second is still within its lease: left alone
     assert [d.status for d in ledger(session)] == ["delivered", "sending", "delivered"]
     later = utcnow() + timedelta(seconds=2 * 20 + 31)  # the killed sender's lease has run out
-    jobs.deliver(app, now=later)
+    notify.deliver(app, now=later)
     deliveries = ledger(session)
     assert [(d.status, d.attempts) for d in deliveries] == [
         ("delivered", 1), ("delivered", 2), ("delivered", 1)]

@@ -24,7 +24,6 @@ from tests.builders import make_site
 from tests.sitemap_schema import NS, locs, parse
 from webapp import jobs
 from webapp.errors import InvalidValue
-from webapp.importing import COLUMNS, ImportFormatError, import_urls
 from webapp.models import Site, Url
 from webapp.protocol import (
     CHANGEFREQS,
@@ -39,8 +38,7 @@ from webapp.protocol import (
 )
 from webapp.sitemaps import get_store
 from webapp.tokens import create_token
-from webapp.url_sync import ITEM_FIELDS
-from webapp.urls import check_url, delete_urls
+from webapp.urls import COLUMNS, ITEM_FIELDS, ImportFormatError, check_url, delete_urls, import_urls
 from webapp.users import create_user
 
 # (base_url as typed, encoding): IDN hosts, ports, path prefixes and non-UTF-8 encodings.

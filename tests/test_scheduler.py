@@ -21,13 +21,12 @@ from tests.test_cli import assert_fails_cleanly
 from tests.test_notify import KEY, posted
 from webapp import create_app, jobs, scheduler
 from webapp.errors import InvalidValue
-from webapp.importing import import_urls
+from webapp.leases import SiteBusy, claim, new_owner, release
 from webapp.models import Delivery, Generation, utcnow
-from webapp.runs import SiteBusy, claim, new_owner, release
-from webapp.schedules import check_schedule, next_run
+from webapp.scheduler import check_schedule, next_run
 from webapp.sitemaps import get_store
 from webapp.sites import update_site
-from webapp.urls import save_url
+from webapp.urls import import_urls, save_url
 
 
 @pytest.mark.parametrize("written, stored", [

@@ -14,14 +14,17 @@ from urllib.parse import unquote_to_bytes
 
 import pytest
 from lxml import etree
+from sqlalchemy import event
 from werkzeug.http import parse_date
 
 from tests.builders import make_site, make_urls
 from tests.sitemap_schema import locs
 from webapp import create_app, jobs
-from webapp.db import make_engine
+from webapp.db import make_engine, new_session, session_scope
+from webapp.models import utcnow
 from webapp.sitemaps import get_store
 from webapp.sitemaps.publish import SitemapStore
+from webapp.sites import delete_site, find_site, update_site
 from webapp.urls import save_url
 from webapp.views.public import FileMemory
 
@@ -223,6 +226,41 @@ def test_robots_txt_always_carries_the_sitemap_line(client, shop, session):
     assert client.get("/robots.txt", base_url=SHOP).text.endswith(
         f"Disallow: /cart\n\nSitemap: {SHOP}/sitemap.xml\n")
     assert client.get("/robots.txt", base_url="https://other.example.com").status_code == 404
+
+
+def test_a_change_committed_in_this_process_is_served_at_once_despite_the_cache(
+        database_url, tmp_path):
+    app = create_app({"TESTING": True, "DATABASE_URL": database_url, "SECRET_KEY": "test",
+                      "INSTANCE_PATH": str(tmp_path / "instance"),
+                      "SITEMAPS_DIR": str(tmp_path / "sitemaps"), "SITE_CACHE_SECONDS": 3600})
+    client, store = ClosingClient(app.test_client()), get_store(app)
+    reads_of_sites = []
+    event.listen(app.extensions["db_engine"], "before_cursor_execute",
+                 lambda *args: reads_of_sites.append(args[2])
+                 if "FROM sites" in args[2] and args[2].lstrip().startswith("SELECT") else None)
+    try:
+        with new_session(app) as session:
+            site = make_site(session)
+            make_urls(session, site, 1)
+        jobs.regenerate(site.id, app)
+        assert client.get("/robots.txt", base_url=SHOP).text.startswith("User-agent: *\n")
+
+        with session_scope(app) as session:  # a URL edit changes no site address
+            save_url(session, find_site(session, "shop"), f"{SHOP}/new")
+        reads_of_sites.clear()
+        assert client.get("/robots.txt", base_url=SHOP).status_code == 200
+        assert reads_of_sites == [], "the routing table was rebuilt for a URL edit"
+
+        with session_scope(app) as session:  # as `flask sites set` commits it
+            update_site(session, find_site(session, "shop"), {"robots_txt": "Disallow: /cart"})
+        assert "Disallow: /cart" in client.get("/robots.txt", base_url=SHOP).text
+
+        with session_scope(app) as session:
+            delete_site(session, find_site(session, "shop"), utcnow(), store)
+        assert client.get("/robots.txt", base_url=SHOP).status_code == 404
+        assert "no site 'shop'" in client.get("/sitemaps/shop/sitemap.xml").text
+    finally:
+        app.extensions["db_engine"].dispose()
 
 
 def test_the_indexnow_key_file_holds_only_the_key(client, shop):

@@ -15,8 +15,8 @@ def create_app(overrides: Mapping[str, object] | None = None) -> Flask:
     # worker process needs the protocol rules and none of the web application.
     from flask import Flask
 
-    from webapp import auth, cli, config, db, http, sitemaps
-    from webapp.views import api, dashboard, public, status
+    from webapp import cli, config, db, sitemaps
+    from webapp.views import api, auth, dashboard, http, public, status
 
     settings = config.load(overrides)
     app = Flask(__name__, instance_path=str(settings["INSTANCE_PATH"]),

@@ -1,8 +1,13 @@
-"""Declarative base, engine and session factory, wired into Flask with `init_app`."""
+"""Declarative base, engine and sessions: the one home of a session's life.
+
+`get_session` is the request's (closed at teardown), `session_scope` is one unit of work for a
+job or a command, `new_session` is a session of its own for work that outlives the request, and
+`after_commit` holds what must happen only once a transaction has committed.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -80,7 +85,7 @@ def init_app(app: Flask) -> None:
 def get_session() -> Session:
     """The session of the current request or app context, opened on first use."""
     if "db_session" not in g:
-        g.db_session = current_app.extensions["db_sessionmaker"]()
+        g.db_session = new_session()
     return g.db_session
 
 
@@ -90,9 +95,35 @@ def _close_request_session(_exc: BaseException | None) -> None:
         session.close()
 
 
+def new_session(app: Flask | None = None) -> Session:
+    """A session of its own, not the request's: for a streamed download or background work,
+    which go on after the request's session is closed. The caller closes it (`with`)."""
+    return (app or current_app).extensions["db_sessionmaker"]()
+
+
 @contextmanager
 def session_scope(app: Flask | None = None) -> Iterator[Session]:
     """One unit of work for a job or CLI command: commit on success, roll back on error."""
-    factory = (app or current_app).extensions["db_sessionmaker"]
-    with factory() as session, session.begin():
+    with new_session(app) as session, session.begin():
         yield session
+
+
+_STEPS = "after_commit"
+
+
+def after_commit(session: Session, step: Callable[[], None]) -> None:
+    """Run `step()` once the session's transaction has committed, never if it rolls back: for
+    what may not happen before the data says so (removing a deleted site's files)."""
+    session.info.setdefault(_STEPS, []).append(step)
+
+
+@event.listens_for(Session, "after_commit")
+def _run_steps(session: Session) -> None:
+    for step in session.info.pop(_STEPS, []):
+        step()
+
+
+@event.listens_for(Session, "after_soft_rollback")
+def _drop_steps(session: Session, previous_transaction) -> None:
+    if previous_transaction.parent is None:  # the whole transaction, not a savepoint
+        session.info.pop(_STEPS, None)

@@ -1,31 +1,37 @@
-"""Job functions: importable, module-level, each owning its own transactions."""
+"""The work a worker runs for a site: generate and publish, roll back, "regenerate now".
+
+Job functions are importable and module-level, each owning its own transactions, and safe to
+run twice or by two processes at once: a run holds the site's lease (leases.py) and is
+recorded as a generation whatever happens."""
 
 from __future__ import annotations
 
 import logging
-import random
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from flask import Flask, current_app
 from sqlalchemy import case, update
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from webapp import runs
-from webapp.changes import committed_change_seq
+from webapp import leases, notify
+from webapp.db import new_session
 from webapp.errors import NotFound
 from webapp.models import Generation, Site, utcnow
-from webapp.notify import gsc, indexnow, ledger, ping
-from webapp.notify.base import DeliveryError
-from webapp.sitemaps import get_store
-from webapp.sitemaps.build import Limits, SitemapLimitError
-from webapp.sitemaps.generate import Published, generate_site, republish_site
+from webapp.sitemaps import (
+    Limits,
+    Published,
+    SitemapLimitError,
+    generate_site,
+    get_store,
+    republish_site,
+)
+from webapp.urls import committed_change_seq
 
 log = logging.getLogger(__name__)
 
-ENGINES = {"indexnow": indexnow, "gsc": gsc, "ping": ping}
 RETRY_AFTER_FAILURE = timedelta(minutes=5)
+
 
 def _start(session: Session, site: Site, **fields) -> Generation:
     """A committed record for a new run. The caller holds the site's lease, so a run of the
@@ -86,17 +92,17 @@ def _recorded_run(app: Flask, session: Session, site: Site, generation: Generati
 
 def _leased(app: Flask, site_id: int, run: Callable[[Session, Site], Generation],
             when: Callable[[Session, Site], bool] | None = None) -> Generation | None:
-    """Run `run` while holding the site's lease (runs.SiteBusy when another process has it).
+    """Run `run` while holding the site's lease (leases.SiteBusy when another process has it).
 
     `when`, asked once the lease is held, can decide that the run is not needed after all
     (another process just did it): then nothing runs and None is returned.
     """
-    owner = runs.new_owner()
-    with app.extensions["db_sessionmaker"]() as session:
+    owner = leases.new_owner()
+    with new_session(app) as session:
         site = session.get(Site, site_id)
         if site is None:
             raise NotFound(f"no site with id {site_id}")
-        runs.claim(session, site_id, utcnow(), owner)
+        leases.claim(session, site_id, utcnow(), owner)
         session.refresh(site)  # as it is now that the lease is held, not as first read
         generation = None
         try:
@@ -106,7 +112,7 @@ def _leased(app: Flask, site_id: int, run: Callable[[Session, Site], Generation]
             return generation
         finally:
             session.rollback()
-            runs.release(session, site_id, owner, **_after(generation))
+            leases.release(session, site_id, owner, **_after(generation))
 
 
 def _after(generation: Generation | None) -> dict:
@@ -171,34 +177,6 @@ def rollback(site_id: int, target_id: int, app: Flask | None = None,
     return _leased(app, site_id, run)
 
 
-def announce(site_id: int, app: Flask | None = None, now: datetime | None = None) -> list[int]:
-    """Write the delivery records for what the site's published sitemaps changed; their ids.
-
-    Planning twice at once is harmless: the cursors move conditionally, and the second
-    planner's records are rolled back with its transaction.
-    """
-    app = app or current_app
-    with app.extensions["db_sessionmaker"]() as session:
-        site = session.get(Site, site_id)
-        if site is None:
-            raise NotFound(f"no site with id {site_id}")
-        try:
-            planned = ledger.plan(session, site, app.config, now or utcnow())
-            session.commit()
-        except (ledger.PlanConflict, IntegrityError):
-            session.rollback()
-            return []
-        return [delivery.id for delivery in planned]
-
-
-def notify_site(site_id: int, app: Flask | None = None,
-                hold: frozenset[str] = frozenset()) -> tuple[list[int], list[int]]:
-    """Plan what the site's published sitemaps changed and send what is due for the site:
-    (ids planned, ids attempted)."""
-    app = app or current_app
-    return announce(site_id, app), deliver(app, site_id=site_id, hold=hold)
-
-
 def regenerate_now(site_id: int, app: Flask | None = None,
                    progress: Callable[[int, int], None] | None = None) -> str:
     """"Regenerate now" of the dashboard and the API: generate, then announce what changed;
@@ -207,55 +185,6 @@ def regenerate_now(site_id: int, app: Flask | None = None,
     generation = regenerate(site_id, app, progress=progress)
     if generation.status == "failed":
         raise RuntimeError(f"generation {generation.id} failed: {generation.error}")
-    planned, _ = notify_site(site_id, app)
+    planned, _ = notify.notify_site(site_id, app)
     return (f"generation {generation.id}: {generation.status}, {generation.url_count} URLs "
             f"in {generation.file_count} files; {len(planned)} announcements planned")
-
-
-def delivery_lease(config: dict) -> timedelta:
-    """How long a claimed record stays with its sender: a token request and a submission."""
-    return timedelta(seconds=2 * config["NOTIFY_TIMEOUT"] + 30)
-
-
-def deliver(app: Flask | None = None, now: datetime | None = None, site_id: int | None = None,
-            hold: frozenset[str] = frozenset(), only: frozenset[int] | None = None,
-            rng: random.Random | None = None) -> list[int]:
-    """Make one attempt at every record that is due (of a site, not of held engines, only
-    some); ids of the records attempted.
-
-    Each record is claimed and committed before it is sent and its outcome committed after,
-    so a sender that dies leaves the record to be taken over once its lease runs out.
-    """
-    app = app or current_app
-    config = app.config
-    lease = delivery_lease(config)
-    attempted: list[int] = []
-    with app.extensions["db_sessionmaker"]() as session:
-        while ids := [i for i in ledger.due(session, now or utcnow(), lease, site_id, hold, only)
-                      if i not in attempted]:
-            for delivery_id in ids:
-                attempted.append(delivery_id)
-                _attempt(session, delivery_id, config, now, lease, rng)
-    return attempted
-
-
-def _attempt(session: Session, delivery_id: int, config: dict, now: datetime | None,
-             lease: timedelta, rng: random.Random | None) -> None:
-    delivery = ledger.claim(session, delivery_id, now or utcnow(), lease)
-    session.commit()
-    if delivery is None:
-        return  # another sender has it
-    site = session.get(Site, delivery.site_id)
-    session.commit()  # hold no transaction while waiting for the engine (objects stay loaded)
-    try:
-        answer = ENGINES[delivery.engine].deliver(site, delivery, config)
-    except DeliveryError as exc:
-        ledger.failed(session, delivery, exc, now or utcnow(), config["NOTIFY_RETRY_SECONDS"], rng)
-    except Exception as exc:  # a bug here must not stop the other deliveries
-        log.exception("delivery %s failed unexpectedly", delivery_id)
-        ledger.failed(session, delivery, DeliveryError(
-            f"unexpected error: {type(exc).__name__}: {exc}"), now or utcnow(),
-            config["NOTIFY_RETRY_SECONDS"], rng)
-    else:
-        ledger.succeeded(session, delivery, answer, now or utcnow())
-    session.commit()

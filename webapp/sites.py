@@ -1,8 +1,8 @@
-"""Sites: creating them, finding them, and changing their settings one validated field at a time."""
+"""Sites: creating them, finding them, and changing their settings one validated field at a
+time. Settings that belong to a search engine are checked by that engine (`notify.SETTINGS`)."""
 
 from __future__ import annotations
 
-import os
 import re
 import unicodedata
 from collections.abc import Callable, Mapping
@@ -11,34 +11,24 @@ from datetime import datetime
 from sqlalchemy import delete, func, or_, select
 from sqlalchemy.orm import Session
 
-from webapp.changes import committed_change_seq
+from webapp import notify
+from webapp.db import after_commit
 from webapp.errors import Conflict, InvalidValue, NotFound, check_storable
+from webapp.leases import gone
 from webapp.models import Site, Url, new_indexnow_key, utcnow
-from webapp.notify.base import is_http_url
-from webapp.notify.ledger import set_position
-from webapp.notify.ping import check_templates
 from webapp.protocol import (
     MAX_URLS_PER_FILE,
     check_encoding,
     check_site_scope,
-    directory,
     normalize_base_url,
     normalize_changefreq,
     normalize_priority,
     normalize_sitemap_url,
 )
-from webapp.schedules import DEFAULT_SCHEDULE, check_schedule, check_timezone, next_run
+from webapp.scheduler import DEFAULT_SCHEDULE, check_schedule, check_timezone, next_run
+from webapp.sitemaps import SitemapStore
 
 _SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
-
-
-def robots_txt(site: Site) -> str:
-    """The site's robots.txt, always with a `Sitemap:` line for its entry sitemap."""
-    text = (site.robots_txt or DEFAULT_ROBOTS_TXT).rstrip("\n") + "\n"
-    wanted = f"sitemap: {site.sitemap_url}".lower()
-    if not any(line.strip().lower() == wanted for line in text.splitlines()):
-        text += f"\nSitemap: {site.sitemap_url}\n"
-    return text
 
 
 def find_site(session: Session, ref: str | int) -> Site:
@@ -112,10 +102,6 @@ def _slug_from(session: Session, name: str) -> str:
     return slug
 
 
-DEFAULT_ROBOTS_TXT = "User-agent: *\nDisallow:\n"
-_INDEXNOW_KEY = re.compile(r"[a-zA-Z0-9-]{8,128}")
-
-
 def _check_flag(name: str) -> Callable[[str], bool]:
     def check(value: str) -> bool:
         text = str(value).strip().lower()
@@ -141,28 +127,6 @@ def _show_robots_txt(value: str | None) -> str:
     return (value or "").replace("\\", "\\\\").replace("\n", "\\n")
 
 
-def _check_indexnow_key(value: str) -> str:
-    """A key of the protocol's form; `new` makes a fresh one (rotation)."""
-    value = value.strip()
-    if value == "new":
-        return new_indexnow_key()
-    if not _INDEXNOW_KEY.fullmatch(value):
-        raise InvalidValue("indexnow_key", value, "must be 8 to 128 characters: letters, digits "
-                           "or '-' (or `new` for a fresh random key)")
-    return value
-
-
-def _check_endpoint(name: str) -> Callable[[str], str | None]:
-    def check(value: str) -> str | None:
-        value = value.strip()
-        if value and not is_http_url(value):
-            raise InvalidValue(name, value, "must be an http:// or https:// URL without a user "
-                               "name or password, or empty for the default")
-        return value or None
-
-    return check
-
-
 def _check_choice(name: str, choices: tuple[str, ...]) -> Callable[[str], str]:
     def check(value: str) -> str:
         if value.strip() not in choices:
@@ -170,26 +134,6 @@ def _check_choice(name: str, choices: tuple[str, ...]) -> Callable[[str], str]:
         return value.strip()
 
     return check
-
-
-def _check_gsc_property(value: str) -> str | None:
-    value = value.strip()
-    if value and not re.fullmatch(r"sc-domain:[a-z0-9.-]+|https?://[^\s/?#]+/\S*", value):
-        raise InvalidValue("gsc_property", value, "must be a Search Console property as it "
-                           "names it: sc-domain:example.com or https://example.com/")
-    return value or None
-
-
-def _check_gsc_credentials(value: str) -> str | None:
-    """The path of a service-account key file, checked by loading it; empty turns it off."""
-    value = value.strip()
-    if not value:
-        return None
-    from webapp.notify import gsc  # google-auth is imported only when a file is configured
-
-    path = os.path.abspath(value)
-    gsc.load_credentials(path)
-    return path
 
 
 def _check_change_delay(value: str) -> int:
@@ -216,13 +160,13 @@ SETTINGS: dict[str, tuple[Callable[[str], object], Callable[[object], str]]] = {
     "stylesheet": (_check_flag("stylesheet"), lambda v: "on" if v else "off"),
     "robots_txt": (_check_robots_txt, _show_robots_txt),
     "indexnow_enabled": (_check_flag("indexnow_enabled"), lambda v: "on" if v else "off"),
-    "indexnow_key": (_check_indexnow_key, str),
+    "indexnow_key": (notify.SETTINGS["indexnow_key"], str),
     "indexnow_key_location": (_check_choice("indexnow_key_location", ("root", "sitemap")), str),
-    "indexnow_endpoint": (_check_endpoint("indexnow_endpoint"), _optional),
-    "gsc_property": (_check_gsc_property, _optional),
-    "gsc_credentials": (_check_gsc_credentials, _optional),
-    "gsc_endpoint": (_check_endpoint("gsc_endpoint"), _optional),
-    "ping_urls": (check_templates, lambda v: ",".join((v or "").split("\n"))),
+    "indexnow_endpoint": (notify.SETTINGS["indexnow_endpoint"], _optional),
+    "gsc_property": (notify.SETTINGS["gsc_property"], _optional),
+    "gsc_credentials": (notify.SETTINGS["gsc_credentials"], _optional),
+    "gsc_endpoint": (notify.SETTINGS["gsc_endpoint"], _optional),
+    "ping_urls": (notify.SETTINGS["ping_urls"], lambda v: ",".join((v or "").split("\n"))),
     "schedule": (check_schedule, str),
     "change_delay": (_check_change_delay, str),
     "timezone": (check_timezone, str),
@@ -273,15 +217,10 @@ def update_site(session: Session, site: Site, changes: Mapping[str, str]) -> str
         if outside:
             raise InvalidValue("base_url", base_url, f"would leave {outside} stored URLs outside "
                                "the site; delete them first or choose a wider base URL")
-    if values.get("indexnow_key_location", site.indexnow_key_location) == "sitemap":
-        folder = directory(sitemap_url)
-        if not base_url.startswith(folder):
-            raise InvalidValue("indexnow_key_location", "sitemap", f"needs the site's pages "
-                               f"({base_url}) under the sitemap's folder ({folder}): IndexNow "
-                               "accepts only URLs under the key file's folder")
+    notify.check_key_location(base_url, sitemap_url,
+                              values.get("indexnow_key_location", site.indexnow_key_location))
     if values.get("indexnow_enabled") and not site.indexnow_enabled and site.id is not None:
-        # IndexNow wants what changed from now on, not every URL the site ever had.
-        set_position(session, site.id, "indexnow", committed_change_seq(session, site.id))
+        notify.start_from_now(session, site.id, "indexnow")
     values["base_url"], values["sitemap_url"] = base_url, sitemap_url
     if {"schedule", "timezone"} & set(values) or site.id is None:
         values["next_run_at"] = next_run(values.get("schedule", site.schedule or DEFAULT_SCHEDULE),
@@ -291,14 +230,13 @@ def update_site(session: Session, site: Site, changes: Mapping[str, str]) -> str
     return warning if {"base_url", "sitemap_url"} & set(changes) else None
 
 
-def delete_site(session: Session, site: Site, now: datetime) -> str:
-    """Delete a site with its URLs, history and ledger; its storage key, to remove its files.
+def delete_site(session: Session, site: Site, now: datetime, store: SitemapStore) -> None:
+    """Delete a site with its URLs, history and ledger; its published files go from `store`
+    once the deletion is committed.
 
     Refused while a live process holds the site's lease: the check and the delete are one
     statement, so a run cannot start in between.
     """
-    from webapp.runs import gone
-
     owner = session.scalar(select(Site.run_owner).where(Site.id == site.id))
     free = or_(Site.run_owner.is_(None), Site.run_lease_until <= now)
     if owner is not None and gone(owner):
@@ -308,8 +246,9 @@ def delete_site(session: Session, site: Site, now: datetime) -> str:
     if deleted != 1:
         raise InvalidValue("site", site.slug, f"is being generated by {owner}; delete it when "
                            "that run has finished")
+    storage_key = site.storage_key
     session.expunge(site)
-    return site.storage_key
+    after_commit(session, lambda: store.remove(storage_key))
 
 
 def create_site(session: Session, name: str, base_url: str, sitemap_url: str | None = None,

@@ -9,8 +9,8 @@ from flask import Flask
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
 from webapp.errors import InvalidValue, NotFound
-from webapp.importing import ImportFormatError
-from webapp.runs import SiteBusy
+from webapp.leases import SiteBusy
+from webapp.urls import ImportFormatError
 
 
 def friendly_errors(command):

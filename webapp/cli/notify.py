@@ -7,12 +7,11 @@ from flask import current_app
 from flask.cli import AppGroup
 from sqlalchemy import select
 
-from webapp import jobs
+from webapp import notify
 from webapp.cli import friendly_errors
 from webapp.db import session_scope
 from webapp.errors import NotFound
 from webapp.models import Delivery, utcnow
-from webapp.notify import ledger, preflight
 from webapp.sites import find_site
 
 group = AppGroup("notifications", help="The delivery ledger: every announcement and its outcome.")
@@ -40,7 +39,7 @@ def report(ids: list[int]) -> bool:
 
 
 def announce_and_deliver(site_id: int, hold: frozenset[str] = frozenset()) -> bool:
-    planned, attempted = jobs.notify_site(site_id, hold=hold)
+    planned, attempted = notify.notify_site(site_id, hold=hold)
     ids = sorted(set(planned) | set(attempted))
     if not ids:
         click.echo("nothing to announce")
@@ -59,7 +58,7 @@ def notify_command(site_ref, preflight_check):
     with session_scope() as session:
         site = find_site(session, site_ref)
         site_id = site.id
-    findings = preflight.check(site, current_app.config) if preflight_check else []
+    findings = notify.preflight.check(site, current_app.config) if preflight_check else []
     for finding in findings:
         click.echo(f"{'ok' if finding.ok else 'problem'}: {finding.message}")
     hold = frozenset(f.engine for f in findings if f.engine and not f.ok)
@@ -98,7 +97,7 @@ def notifications_retry(delivery_id):
         delivery = session.get(Delivery, delivery_id)
         if delivery is None:
             raise NotFound(f"there is no announcement #{delivery_id}")
-        ledger.retry(session, delivery, current_app.config, utcnow())
-    jobs.deliver(only=frozenset({delivery_id}))
+        notify.retry(session, delivery, current_app.config, utcnow())
+    notify.deliver(only=frozenset({delivery_id}))
     if not report([delivery_id]):
         raise SystemExit(1)

@@ -8,20 +8,18 @@ import click
 from flask.cli import AppGroup
 from sqlalchemy import select
 
-from webapp import jobs
+from webapp import jobs, notify
 from webapp.cli import friendly_errors
 from webapp.cli.notify import report
 from webapp.db import session_scope
 from webapp.models import Generation, Site
-from webapp.sitemaps import get_store
-from webapp.sitemaps.history import diff
-from webapp.sitemaps.publish import PublishedSet
+from webapp.sitemaps import PublishedSet, diff, get_store
 from webapp.sites import find_site
 
 group = AppGroup("sitemaps", help="Generate and export sitemap files, and look back at them.")
 
 
-def _generate(site_id: int, slug: str, notify: bool) -> bool:
+def _generate(site_id: int, slug: str, announce: bool) -> bool:
     generation = jobs.regenerate(site_id)
     if generation.status == "failed":
         click.echo(f"{slug}: failed: {generation.error}", err=True)
@@ -29,8 +27,8 @@ def _generate(site_id: int, slug: str, notify: bool) -> bool:
     files = "1 file" if generation.file_count == 1 else f"{generation.file_count} files"
     click.echo(f"{slug}: {files}, {generation.url_count} URLs, "
                f"{generation.bytes} bytes ({generation.status}, generation {generation.id})")
-    if notify and generation.status in ("succeeded", "unchanged"):
-        planned, attempted = jobs.notify_site(site_id)
+    if announce and generation.status in ("succeeded", "unchanged"):
+        planned, attempted = notify.notify_site(site_id)
         if planned or attempted:
             report(sorted(set(planned) | set(attempted)))
     return True
@@ -39,10 +37,10 @@ def _generate(site_id: int, slug: str, notify: bool) -> bool:
 @group.command("generate")
 @click.argument("site_ref", metavar="SITE", required=False)
 @click.option("--all", "all_sites", is_flag=True, help="Generate every site.")
-@click.option("--notify/--no-notify", default=True, show_default=True,
+@click.option("--notify/--no-notify", "announce", default=True, show_default=True,
               help="Announce the changes to the site's search engines afterwards.")
 @friendly_errors
-def sitemaps_generate(site_ref, all_sites, notify):
+def sitemaps_generate(site_ref, all_sites, announce):
     """Generate and publish the sitemaps of SITE (or of every site with --all)."""
     if bool(site_ref) == all_sites:
         raise click.UsageError("give either SITE or --all")
@@ -52,7 +50,7 @@ def sitemaps_generate(site_ref, all_sites, notify):
         else:
             site = find_site(session, site_ref)
             targets = [(site.id, site.slug)]
-    results = [_generate(site_id, slug, notify) for site_id, slug in targets]
+    results = [_generate(site_id, slug, announce) for site_id, slug in targets]
     if not all(results):
         raise SystemExit(1)
 

@@ -90,6 +90,5 @@ def sites_delete(site_ref, yes):
         slug = site.slug
         if not yes:
             click.confirm(f"Delete site {slug} with its URLs and published sitemaps?", abort=True)
-        storage_key = delete_site(session, site, utcnow())
-    get_store(current_app).remove(storage_key)
+        delete_site(session, site, utcnow(), get_store(current_app))
     click.echo(f"deleted {slug}")

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
-from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
 
 import click
 from flask import current_app
@@ -16,13 +12,10 @@ from sqlalchemy import select
 
 from webapp.cli import friendly_errors
 from webapp.db import session_scope
-from webapp.importing import ImportFormatError, import_urls
 from webapp.models import Url
-from webapp.notify.base import DeliveryError, fetch
 from webapp.protocol import CHANGEFREQS
-from webapp.sitemap_import import MAX_FILE_BYTES, looks_like_sitemap, sitemap_stream
 from webapp.sites import find_site
-from webapp.urls import delete_url, save_url
+from webapp.urls import delete_url, fetch_source, import_urls, open_import, save_url
 
 group = AppGroup("urls", help="Add, delete and import the URLs of a site.")
 
@@ -71,9 +64,17 @@ def urls_import(site_ref, source):
     its position) and reason, and the command exits with status 1 when any was rejected. A
     sitemap that cannot be read is refused whole.
     """
+    timeout = current_app.config["NOTIFY_TIMEOUT"]
     with session_scope() as session:
         site = find_site(session, site_ref)
-        with _open_source(site, source) as stream:
+        if re.match(r"https?://", source):
+            data, name, source_url = fetch_source(site, source, timeout), source, source
+        else:
+            data, name, source_url = Path(source), Path(source).name, None
+            if not data.is_file():
+                raise click.BadParameter(f"{source} is not a file or an http(s) URL",
+                                         param_hint="FILE")
+        with open_import(data, name, site.base_url, source_url, timeout) as stream:
             report = import_urls(session, site, stream)
     click.echo(report.summary())
     for line, reason in report.rejections:
@@ -82,32 +83,6 @@ def urls_import(site_ref, source):
         click.echo(f"... and {report.rejected - len(report.rejections)} more rejections", err=True)
     if report.rejected:
         raise SystemExit(1)
-
-
-@contextlib.contextmanager
-def _open_source(site, source: str) -> Iterator[TextIO]:
-    """A text stream of CSV rows from a file, a sitemap file, or a sitemap URL."""
-    timeout = current_app.config["NOTIFY_TIMEOUT"]
-    if re.match(r"https?://", source):
-        try:
-            data = fetch(source, timeout=timeout, max_bytes=MAX_FILE_BYTES)
-        except DeliveryError as exc:
-            raise ImportFormatError(exc.meaning) from None
-        if looks_like_sitemap(data):
-            yield sitemap_stream(data, source, site.base_url, source, timeout)
-        else:
-            yield io.StringIO(data.decode("utf-8-sig", "replace"), newline="")
-        return
-    path = Path(source)
-    if not path.is_file():
-        raise click.BadParameter(f"{source} is not a file or an http(s) URL", param_hint="FILE")
-    with open(path, "rb") as raw:
-        head = raw.read(512)
-    if looks_like_sitemap(head):
-        yield sitemap_stream(path.read_bytes(), path.name, site.base_url, None, timeout)
-        return
-    with open(path, encoding="utf-8", newline="") as stream:
-        yield stream
 
 
 @group.command("list")

@@ -1,25 +1,26 @@
 """Google Search Console: submit the sitemap with `sitemaps.submit`, as a service account.
 
-The access token comes from the token address in the credential file (google-auth); the
-submission itself goes through the one send function, to GSC_ENDPOINT or the site's endpoint.
+The access token comes from the token address in the credential file (google-auth, over the
+outbound module's transport); the submission itself goes through the one send function, to
+GSC_ENDPOINT or the site's endpoint.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from urllib.parse import quote
 
 import google.auth.exceptions
-import google.auth.transport.requests
-import requests
 from google.oauth2 import service_account
 
 from webapp.errors import InvalidValue
 from webapp.models import Delivery, Site
-from webapp.notify.base import Answer, DeliveryError, send
+from webapp.outbound import Answer, OutboundError, endpoint_check, send, token_transport
 
+ANNOUNCES = "sitemap"  # the sitemap URL, once per generation that changed it
 SCOPES = ["https://www.googleapis.com/auth/webmasters"]
 
 MEANINGS = {
@@ -36,19 +37,6 @@ _credentials: dict[tuple[str, float], service_account.Credentials] = {}
 _lock = threading.Lock()
 
 
-class _Request(google.auth.transport.requests.Request):
-    """google-auth's transport with our timeout on the token request."""
-
-    def __init__(self, timeout: float):
-        session = requests.Session()
-        session.max_redirects = 0  # the signed grant goes to the token address and nowhere else
-        super().__init__(session)
-        self.timeout = timeout
-
-    def __call__(self, url, method="GET", body=None, headers=None, timeout=None, **kwargs):
-        return super().__call__(url, method, body, headers, timeout=self.timeout, **kwargs)
-
-
 def load_credentials(path: str) -> service_account.Credentials:
     """The service account in a credential file, or a clear reason why it is not one."""
     try:
@@ -60,6 +48,33 @@ def load_credentials(path: str) -> service_account.Credentials:
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise InvalidValue("gsc_credentials", path, "must be the JSON key file of a Google "
                            f"service account ({str(exc).splitlines()[0][:120]})") from None
+
+
+def check_property(value: str) -> str | None:
+    value = value.strip()
+    if value and not re.fullmatch(r"sc-domain:[a-z0-9.-]+|https?://[^\s/?#]+/\S*", value):
+        raise InvalidValue("gsc_property", value, "must be a Search Console property as it "
+                           "names it: sc-domain:example.com or https://example.com/")
+    return value or None
+
+
+def check_credentials(value: str) -> str | None:
+    """The path of a service-account key file, checked by loading it; empty turns it off."""
+    value = value.strip()
+    if not value:
+        return None
+    path = os.path.abspath(value)
+    load_credentials(path)
+    return path
+
+
+SETTINGS = {"gsc_property": check_property, "gsc_credentials": check_credentials,
+            "gsc_endpoint": endpoint_check("gsc_endpoint")}
+
+
+def targets(site: Site) -> list[None]:
+    """One submission per generation, once the site has a property and a credential file."""
+    return [None] if site.gsc_property and site.gsc_credentials else []
 
 
 def _cached_credentials(path: str) -> service_account.Credentials:
@@ -80,23 +95,23 @@ def submit_url(site: Site, config: dict) -> str:
 def deliver(site: Site, delivery: Delivery, config: dict) -> Answer:
     """PUT the site's sitemap URL to the property."""
     if not (site.gsc_property and site.gsc_credentials):
-        raise DeliveryError("Search Console is not configured for this site any more "
+        raise OutboundError("Search Console is not configured for this site any more "
                             "(gsc_property, gsc_credentials)", permanent=True)
     try:
         credentials = _cached_credentials(site.gsc_credentials)
     except (OSError, InvalidValue) as exc:
-        raise DeliveryError(f"gsc_credentials: {exc}", permanent=True) from None
+        raise OutboundError(f"gsc_credentials: {exc}", permanent=True) from None
     timeout = config["NOTIFY_TIMEOUT"]
     if not credentials.valid:
         try:
-            transport = _Request(timeout)
+            transport = token_transport(timeout)
             with _lock, transport.session:
                 credentials.refresh(transport)
         except google.auth.exceptions.RefreshError as exc:
-            raise DeliveryError(f"the token address refused the service account: {exc}",
+            raise OutboundError(f"the token address refused the service account: {exc}",
                                 permanent=not getattr(exc, "retryable", False)) from None
         except google.auth.exceptions.TransportError as exc:
-            raise DeliveryError(f"could not get an access token: {exc}; will try again") from None
+            raise OutboundError(f"could not get an access token: {exc}; will try again") from None
     delivery.target = submit_url(site, config)
     meanings = {status: text.format(property=site.gsc_property,
                                     account=credentials.service_account_email)

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit
 
-from webapp.models import Delivery, Site
-from webapp.notify.base import Answer, DeliveryError, send
+from webapp.errors import InvalidValue
+from webapp.models import Delivery, Site, new_indexnow_key
+from webapp.outbound import Answer, OutboundError, endpoint_check, send
 from webapp.protocol import directory
 
+ANNOUNCES = "urls"  # the URLs that changed, planned from the change log
 MAX_URLS = 10_000  # per request, by the protocol
+_KEY = re.compile(r"[a-zA-Z0-9-]{8,128}")
 
 MEANINGS = {
     200: "200 OK: the URLs were received",
@@ -21,6 +25,34 @@ MEANINGS = {
           "the protocol's format"),
     429: "429 Too Many Requests: the engine asks to slow down; will try again later",
 }
+
+
+def check_key(value: str) -> str:
+    """A key of the protocol's form; `new` makes a fresh one (rotation)."""
+    value = value.strip()
+    if value == "new":
+        return new_indexnow_key()
+    if not _KEY.fullmatch(value):
+        raise InvalidValue("indexnow_key", value, "must be 8 to 128 characters: letters, digits "
+                           "or '-' (or `new` for a fresh random key)")
+    return value
+
+
+SETTINGS = {"indexnow_key": check_key, "indexnow_endpoint": endpoint_check("indexnow_endpoint")}
+
+
+def check_key_location(base_url: str, sitemap_url: str, location: str) -> None:
+    """A key beside the sitemap covers only URLs under the sitemap's folder."""
+    if location == "sitemap":
+        folder = directory(sitemap_url)
+        if not base_url.startswith(folder):
+            raise InvalidValue("indexnow_key_location", "sitemap", f"needs the site's pages "
+                               f"({base_url}) under the sitemap's folder ({folder}): IndexNow "
+                               "accepts only URLs under the key file's folder")
+
+
+def enabled(site: Site) -> bool:
+    return site.indexnow_enabled
 
 
 def host(site: Site) -> str:
@@ -54,7 +86,7 @@ def endpoint(site: Site, config: dict) -> str:
 def deliver(site: Site, delivery: Delivery, config: dict) -> Answer:
     """Send the delivery's URLs (at most MAX_URLS, split so when planned) in one POST."""
     if not site.indexnow_enabled:
-        raise DeliveryError("not sent: IndexNow was turned off for this site (indexnow_enabled)",
+        raise OutboundError("not sent: IndexNow was turned off for this site (indexnow_enabled)",
                             permanent=True)
     urls = (delivery.urls or "").split("\n")
     delivery.target = endpoint(site, config)

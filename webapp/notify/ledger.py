@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
+from types import ModuleType
 
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.orm import Session
 
-from webapp.changes import changed_locs
 from webapp.errors import InvalidValue
 from webapp.models import Delivery, Generation, NotifyCursor, Site
-from webapp.notify import indexnow, ping
-from webapp.notify.base import Answer, DeliveryError
+from webapp.outbound import Answer, OutboundError
+from webapp.urls import changed_locs, committed_change_seq
 
 MAX_BACKOFF = timedelta(hours=6)
 MAX_RETRY_AFTER = timedelta(days=1)
@@ -59,10 +60,12 @@ def _latest(session: Session, site_id: int, statuses: tuple[str, ...]) -> Genera
     ).order_by(Generation.id.desc()).limit(1))
 
 
-def plan(session: Session, site: Site, config: dict, now: datetime) -> list[Delivery]:
+def plan(session: Session, site: Site, engines: Mapping[str, ModuleType], config: dict,
+         now: datetime) -> list[Delivery]:
     """Records for every enabled engine, for what the published sitemaps hold and it was not
-    yet given. IndexNow gets the URLs changed since its cursor, up to what the last
-    generation saw; Search Console and pings get the sitemap once per changed generation."""
+    yet given. An engine that announces URLs gets those changed since its cursor, up to what
+    the last generation saw; one that announces the sitemap gets it once per changed
+    generation, once per target."""
     planned: list[Delivery] = []
     limit = config["NOTIFY_MAX_ATTEMPTS"]
 
@@ -73,36 +76,52 @@ def plan(session: Session, site: Site, config: dict, now: datetime) -> list[Deli
         planned.append(delivery)
         return delivery
 
-    if site.indexnow_enabled:
-        seen = _latest(session, site.id, ("succeeded", "unchanged"))
-        start = _position(session, site.id, "indexnow")
-        upto = seen.change_seq if seen is not None and seen.change_seq is not None else start
-        if upto > start:
-            chunk: list[str] = []
-            for loc in changed_locs(session, site.id, start, upto):
-                if indexnow.accepts(site, loc):
-                    chunk.append(loc)
-                if len(chunk) == indexnow.MAX_URLS:
-                    record("indexnow", generation_id=seen.id, url_count=len(chunk),
-                           urls="\n".join(chunk))
-                    chunk = []
-            if chunk:
-                record("indexnow", generation_id=seen.id, url_count=len(chunk),
-                       urls="\n".join(chunk))
-            set_position(session, site.id, "indexnow", upto, expected=start)
-
-    published = _latest(session, site.id, ("succeeded",))
-    sitemap_engines = {"gsc": [None] if site.gsc_property and site.gsc_credentials else [],
-                       "ping": [ping.expand(t, site.sitemap_url) for t in ping.templates(site)]}
-    for engine, targets in sitemap_engines.items():
-        start = _position(session, site.id, engine)
-        if published is None or published.id <= start or not targets:
-            continue
-        for target in targets:
-            record(engine, generation_id=published.id, target=target)
-        set_position(session, site.id, engine, published.id, expected=start)
+    for name, engine in engines.items():
+        if engine.ANNOUNCES == "urls":
+            _plan_urls(session, site, name, engine, record)
+        else:
+            _plan_sitemap(session, site, name, engine.targets(site), record)
     session.flush()
     return planned
+
+
+def _plan_urls(session: Session, site: Site, name: str, engine: ModuleType,
+               record: Callable[..., Delivery]) -> None:
+    """Records of at most `engine.MAX_URLS` changed URLs each, of those the engine accepts."""
+    if not engine.enabled(site):
+        return
+    seen = _latest(session, site.id, ("succeeded", "unchanged"))
+    start = _position(session, site.id, name)
+    upto = seen.change_seq if seen is not None and seen.change_seq is not None else start
+    if upto <= start:
+        return
+    chunk: list[str] = []
+    for loc in changed_locs(session, site.id, start, upto):
+        if engine.accepts(site, loc):
+            chunk.append(loc)
+        if len(chunk) == engine.MAX_URLS:
+            record(name, generation_id=seen.id, url_count=len(chunk), urls="\n".join(chunk))
+            chunk = []
+    if chunk:
+        record(name, generation_id=seen.id, url_count=len(chunk), urls="\n".join(chunk))
+    set_position(session, site.id, name, upto, expected=start)
+
+
+def _plan_sitemap(session: Session, site: Site, name: str, targets: list[str | None],
+                  record: Callable[..., Delivery]) -> None:
+    """A record per target for the newest published generation, if the engine has not had it."""
+    published = _latest(session, site.id, ("succeeded",))
+    start = _position(session, site.id, name)
+    if published is None or published.id <= start or not targets:
+        return
+    for target in targets:
+        record(name, generation_id=published.id, target=target)
+    set_position(session, site.id, name, published.id, expected=start)
+
+
+def start_from_now(session: Session, site_id: int, engine: str) -> None:
+    """An engine turned on hears of changes from now on, not of every URL the site ever had."""
+    set_position(session, site_id, engine, committed_change_seq(session, site_id))
 
 
 def due(session: Session, now: datetime, lease: timedelta, site_id: int | None = None,
@@ -163,7 +182,7 @@ def backoff(attempts: int, base_seconds: float, retry_after: float | None,
     return delay
 
 
-def failed(session: Session, delivery: Delivery, error: DeliveryError, now: datetime,
+def failed(session: Session, delivery: Delivery, error: OutboundError, now: datetime,
            base_seconds: float, rng: random.Random | None = None) -> bool:
     """Schedule the next attempt when one can help and some are left, else give up."""
     fields = dict(http_status=error.status, response_excerpt=error.excerpt or None)

@@ -11,8 +11,9 @@ from urllib.parse import quote, urlsplit
 
 from webapp.errors import InvalidValue
 from webapp.models import Delivery, Site
-from webapp.notify.base import Answer, is_http_url, send
+from webapp.outbound import Answer, is_http_url, send
 
+ANNOUNCES = "sitemap"  # the sitemap URL, once per generation that changed it
 RETIRED = re.compile(r"(^|\.)(google|bing)\.com$")
 
 
@@ -22,6 +23,11 @@ def expand(template: str, sitemap_url: str) -> str:
 
 def templates(site: Site) -> list[str]:
     return [line for line in (site.ping_urls or "").split("\n") if line]
+
+
+def targets(site: Site) -> list[str]:
+    """The addresses to GET for the site's sitemap, one per template."""
+    return [expand(template, site.sitemap_url) for template in templates(site)]
 
 
 def check_templates(value: str | list[str]) -> str | None:
@@ -44,6 +50,9 @@ def check_templates(value: str | list[str]) -> str | None:
                                "404 since 2023, Bing's 410 since 2022); use Search Console "
                                "and IndexNow instead")
     return "\n".join(found) or None
+
+
+SETTINGS = {"ping_urls": check_templates}
 
 
 def deliver(site: Site, delivery: Delivery, config: dict) -> Answer:

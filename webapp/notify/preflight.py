@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from webapp.models import Site
 from webapp.notify import indexnow
-from webapp.notify.base import DeliveryError, send
+from webapp.outbound import OutboundError, send
 from webapp.protocol import origin
 
 
@@ -25,7 +25,7 @@ def check(site: Site, config: dict) -> list[Finding]:
         url = indexnow.key_location(site)
         try:
             body = send("GET", url, timeout=timeout).body
-        except DeliveryError as exc:
+        except OutboundError as exc:
             findings.append(Finding("indexnow", False, f"the IndexNow key file {url} is not "
                                     f"served ({_plain(exc)}); engines answer 403 until it is"))
         else:
@@ -37,7 +37,7 @@ def check(site: Site, config: dict) -> list[Finding]:
     url = f"{origin(site.base_url)}/robots.txt"
     try:
         body = send("GET", url, timeout=timeout).body
-    except DeliveryError as exc:
+    except OutboundError as exc:
         return [*findings, Finding("", False, f"{url} cannot be fetched ({_plain(exc)}); "
                                    f"it should carry `Sitemap: {site.sitemap_url}`")]
     lines = {line.strip().lower() for line in body.splitlines()}
@@ -49,5 +49,5 @@ def check(site: Site, config: dict) -> list[Finding]:
     return findings
 
 
-def _plain(error: DeliveryError) -> str:
+def _plain(error: OutboundError) -> str:
     return error.meaning.removesuffix("; will try again")

@@ -1,17 +1,24 @@
-"""Sitemap files: `build` writes XML, `publish` stores sets atomically, `generate` ties them to the database."""
+"""Sitemap files, from the database to the published set: `rows` streams a site's URLs, `build`
+writes XML, `generate` ties a run together (`incremental` when the last set can be reused),
+`publish` stores sets atomically, `history` compares two of them. Others use the names below.
+"""
 
 from __future__ import annotations
 
 from flask import Flask, current_app
 
-from webapp.sitemaps.publish import SitemapStore
-from webapp.sitemaps.routing import SiteRoutes
+from webapp.sitemaps.build import STYLESHEET, Limits, SitemapLimitError, replace_file
+from webapp.sitemaps.generate import Published, generate_site, republish_site
+from webapp.sitemaps.history import diff
+from webapp.sitemaps.publish import PublishedFile, PublishedSet, SitemapStore
+
+__all__ = ["STYLESHEET", "Limits", "Published", "PublishedFile", "PublishedSet",
+           "SitemapLimitError", "SitemapStore", "diff", "generate_site", "get_store", "init_app",
+           "replace_file", "republish_site"]
 
 
 def init_app(app: Flask) -> None:
     app.extensions["sitemap_store"] = SitemapStore(app.config["SITEMAPS_DIR"])
-    app.extensions["site_routes"] = SiteRoutes(app.extensions["db_sessionmaker"],
-                                               ttl=app.config["SITE_CACHE_SECONDS"])
 
 
 def get_store(app: Flask | None = None) -> SitemapStore:

@@ -1,26 +1,22 @@
-"""Turning a site's stored URLs into a published sitemap set.
-
-Rows are streamed with SQLAlchemy Core (no ORM object per URL) in id order, so memory stays
-bounded whatever the size of the site and every file holds a contiguous id range; the range and
-digest recorded per file are what incremental regeneration builds on.
+"""Turning a site's stored URLs into a published sitemap set: rows (rows.py) are written into
+files (build.py), only the changed ones when the last set can be reused (incremental.py), and
+the set is recorded and published (publish.py), unless it is exactly what is served already.
 """
 
 from __future__ import annotations
 
-import hashlib
-import itertools
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from sqlalchemy import Connection, exists, func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from webapp.models import Generation, GenerationFile, Site, Url, UrlAlternate, UrlImage, utcnow
+from webapp.models import Generation, GenerationFile, Site, UrlAlternate, UrlImage, utcnow
 from webapp.protocol import directory, normalize_lastmod
 from webapp.sitemaps import incremental
 from webapp.sitemaps.build import (
@@ -28,16 +24,12 @@ from webapp.sitemaps.build import (
     BuiltFile,
     Limits,
     UrlsetWriter,
-    alternate_fragment,
     check_index_size,
-    image_fragment,
-    url_fragment,
     urlset_open,
     write_index,
 )
-from webapp.sitemaps.publish import PublishedFile, PublishedSet, SitemapStore
-
-STREAM_OPTIONS = {"stream_results": True, "yield_per": 10_000}
+from webapp.sitemaps.publish import SitemapStore, same_as_published, served_stylesheet
+from webapp.sitemaps.rows import counted, live_count, url_entries, uses
 
 
 @dataclass(frozen=True)
@@ -52,100 +44,6 @@ class Published:
         return sum(f.bytes for f in self.files)
 
 
-def _live_urls(site_id: int, after_id: int | None = None, upto_id: int | None = None):
-    """Conditions for the site's live URLs, with ids in (after_id, upto_id] when given."""
-    conditions = [Url.site_id == site_id, Url.deleted_at.is_(None)]
-    if after_id is not None:
-        conditions.append(Url.id > after_id)
-    if upto_id is not None:
-        conditions.append(Url.id <= upto_id)
-    return tuple(conditions)
-
-
-def _grouped(rows, render) -> Iterator[tuple[int, str]]:
-    """(url id, concatenated fragments) from rows ordered by url id."""
-    for url_id, group in itertools.groupby(rows, key=lambda row: row[0]):
-        yield url_id, "".join(render(*row[1:]) for row in group)
-
-
-def _extension_streams(connection: Connection, site_id: int, images: bool, alternates: bool,
-                       id_range: tuple[int | None, int | None], results: list):
-    """Fragments of each extension in use, by url id; `results` collects the open results."""
-    streams = []
-    if images:
-        rows = connection.execute(
-            select(UrlImage.url_id, UrlImage.loc, UrlImage.title, UrlImage.caption)
-            .join(Url, Url.id == UrlImage.url_id).where(*_live_urls(site_id, *id_range))
-            .order_by(UrlImage.url_id, UrlImage.position, UrlImage.id),
-            execution_options=STREAM_OPTIONS)
-        results.append(rows)
-        streams.append(_grouped(rows, image_fragment))
-    if alternates:
-        rows = connection.execute(
-            select(UrlAlternate.url_id, UrlAlternate.hreflang, UrlAlternate.href)
-            .join(Url, Url.id == UrlAlternate.url_id).where(*_live_urls(site_id, *id_range))
-            .order_by(UrlAlternate.url_id, UrlAlternate.hreflang),
-            execution_options=STREAM_OPTIONS)
-        results.append(rows)
-        streams.append(_grouped(rows, alternate_fragment))
-    return streams
-
-
-def url_entries(connection: Connection, site: Site, images: bool = False,
-                alternates: bool = False, after_id: int | None = None,
-                upto_id: int | None = None) -> Iterator[tuple[int, str]]:
-    """(url id, `<url>` fragment) for every live URL of the site (with an id in
-    (after_id, upto_id] when given), in id order."""
-    default_changefreq, default_priority = site.default_changefreq, site.default_priority
-    rows = connection.execute(
-        select(Url.id, Url.loc, Url.lastmod, Url.changefreq, Url.priority)
-        .where(*_live_urls(site.id, after_id, upto_id)).order_by(Url.id),
-        execution_options=STREAM_OPTIONS)
-    results = [rows]
-    # Closed however the reading ends: a streamed result is a server-side cursor on
-    # PostgreSQL, which must not be left to the garbage collector when a run fails midway.
-    try:
-        extensions_of = _merge(_extension_streams(connection, site.id, images, alternates,
-                                                  (after_id, upto_id), results))
-        for url_id, loc, lastmod, changefreq, priority in rows:
-            yield url_id, url_fragment(loc, lastmod, changefreq or default_changefreq,
-                                       default_priority if priority is None else priority,
-                                       extensions_of(url_id))
-    finally:
-        for result in results:
-            result.close()
-
-
-def _merge(streams: list[Iterator[tuple[int, str]]]) -> Callable[[int], str]:
-    """For ascending url ids, the extension fragments the streams (ordered by url id) hold."""
-    if not streams:
-        return lambda url_id: ""
-    pending = [next(stream, None) for stream in streams]
-
-    def extensions_of(url_id: int) -> str:
-        found = ""
-        for i, stream in enumerate(streams):
-            while pending[i] is not None and pending[i][0] < url_id:
-                pending[i] = next(stream, None)
-            if pending[i] is not None and pending[i][0] == url_id:
-                found += pending[i][1]
-                pending[i] = next(stream, None)
-        return found
-
-    return extensions_of
-
-
-def _uses(session: Session, site_id: int, model) -> bool:
-    """Whether any live URL of the site has a row of `model` (images, alternates).
-
-    `site_id + 0` keeps SQLite from starting at the site's URLs (an index on them looks
-    cheap to it without statistics), which walked a million URLs to find none; starting at
-    the extension rows, usually few, each URL is found by its key.
-    """
-    return bool(session.scalar(select(exists().where(
-        model.url_id == Url.id, Url.site_id + 0 == site_id, Url.deleted_at.is_(None)))))
-
-
 def _previous_files(session: Session, site_id: int) -> tuple[int | None, dict[str, GenerationFile]]:
     """The last successful generation of the site and its files by name."""
     latest = session.scalar(
@@ -155,31 +53,6 @@ def _previous_files(session: Session, site_id: int) -> tuple[int | None, dict[st
         return None, {}
     files = session.scalars(select(GenerationFile).where(GenerationFile.generation_id == latest))
     return latest, {f.name: f for f in files}
-
-
-def _same_as_published(store: SitemapStore, site: Site, previous_id: int | None,
-                       previous: dict[str, GenerationFile], files: list[BuiltFile],
-                       folder: Path, stylesheet: str | None) -> bool:
-    """Whether the new files equal, byte for byte, what is being served now."""
-    published = store.published(site.storage_key)
-    if published is None or published.generation != previous_id:
-        return False  # the files on disk are not what the database remembers
-    if {f.name: f.sha256 for f in files} != {name: f.sha256 for name, f in previous.items()}:
-        return False
-    if stylesheet and _served_stylesheet(published, folder, stylesheet) is None:
-        return False
-    return stylesheet is not None or not any(
-        f.kind == "stylesheet" for f in published.files.values())
-
-
-def _served_stylesheet(published: PublishedSet | None, folder: Path,
-                       stylesheet: str) -> PublishedFile | None:
-    """The stylesheet being served, if the one in `folder` has the same bytes."""
-    served = published.files.get(stylesheet) if published else None
-    if served is not None and served.sha256 == hashlib.sha256(
-            (folder / stylesheet).read_bytes()).hexdigest():
-        return served
-    return None
 
 
 def _rename(folder: Path, built: BuiltFile, name: str) -> None:
@@ -213,19 +86,10 @@ def _stylesheet_lastmod(store: SitemapStore, site: Site, folder: Path, styleshee
     """The stylesheet's lastmod (its Last-Modified), kept while its bytes are unchanged."""
     if stylesheet is None:
         return None
-    served = _served_stylesheet(store.published(site.storage_key), folder, stylesheet)
+    served = served_stylesheet(store.published(site.storage_key), folder, stylesheet)
     return normalize_lastmod(served.lastmod) if served and served.lastmod else stamp
 
 
-
-
-def _counted(entries: Iterator[tuple[int, str]], total: int,
-             progress: Callable[[int, int], None]) -> Iterator[tuple[int, str]]:
-    for done, entry in enumerate(entries, start=1):
-        if done % 10_000 == 0:
-            progress(done, total)
-        yield entry
-    progress(total, total)
 
 
 def generate_site(session: Session, site: Site, generation: Generation, store: SitemapStore,
@@ -241,8 +105,8 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
     """
     limits = limits or Limits(max_urls=site.max_urls_per_file)
     stem = _entry_name(site).removesuffix(".xml")
-    images = _uses(session, site.id, UrlImage)
-    alternates = _uses(session, site.id, UrlAlternate)
+    images = uses(session, site.id, UrlImage)
+    alternates = uses(session, site.id, UrlAlternate)
     stylesheet = f"{stem}.xsl" if site.stylesheet else None
     header = urlset_open(images, alternates, stylesheet)
     generation.layout = incremental.layout(site, header, limits, _entry_name(site))
@@ -261,12 +125,11 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
                 check_index_size(len(files), limits)
         if files is None:
             _empty(folder)  # links made before falling back must not be written through
-            live = session.scalar(select(func.count()).select_from(Url)
-                                  .where(*_live_urls(site.id)))
+            live = live_count(session, site.id)
             check_index_size(-(-live // limits.max_urls), limits)  # before writing anything
             writer = UrlsetWriter(folder, stem, header, limits)
             with closing(url_entries(session.connection(), site, images, alternates)) as entries:
-                files = writer.write(_counted(entries, live, progress) if progress else entries)
+                files = writer.write(counted(entries, live, progress) if progress else entries)
         if not files:
             stylesheet = None  # nothing to render
         elif stylesheet:
@@ -322,8 +185,9 @@ def _finish(session: Session, site: Site, generation: Generation, store: Sitemap
         _carry_lastmods([index], previous, stamp)
         files.append(index)
     url_count = sum(f.url_count for f in files if f.kind == "urlset")
-    if previous and _same_as_published(store, site, previous_id, previous, files, folder,
-                                       stylesheet):
+    digests = {f.name: f.sha256 for f in files}
+    if previous and digests == {name: f.sha256 for name, f in previous.items()} and \
+            same_as_published(store.published(site.storage_key), previous_id, folder, stylesheet):
         return Published(files, url_count, published=False, unchanged=True)
     session.add_all(GenerationFile(
         generation_id=generation.id, name=f.name, kind=f.kind, url_count=f.url_count,

@@ -52,6 +52,28 @@ class PublishedSet:
     files: dict[str, PublishedFile]
 
 
+def served_stylesheet(published: PublishedSet | None, folder: Path,
+                      stylesheet: str) -> PublishedFile | None:
+    """The stylesheet being served, if the one in `folder` has the same bytes."""
+    served = published.files.get(stylesheet) if published else None
+    if served is not None and served.sha256 == hashlib.sha256(
+            (folder / stylesheet).read_bytes()).hexdigest():
+        return served
+    return None
+
+
+def same_as_published(published: PublishedSet | None, generation_id: int | None, folder: Path,
+                      stylesheet: str | None) -> bool:
+    """Whether generation `generation_id` is the set being served, with the same stylesheet as
+    the one staged in `folder` (or none, when `stylesheet` is None): the caller has checked
+    that the staged sitemap files have that generation's digests."""
+    if published is None or published.generation != generation_id:
+        return False  # the files on disk are not what the database remembers
+    if stylesheet:
+        return served_stylesheet(published, folder, stylesheet) is not None
+    return not any(f.kind == "stylesheet" for f in published.files.values())
+
+
 def _fsync_path(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:

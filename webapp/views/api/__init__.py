@@ -20,11 +20,11 @@ from werkzeug.exceptions import BadRequest, RequestEntityTooLarge, UnsupportedMe
 
 from webapp.db import get_session
 from webapp.errors import Conflict, InvalidValue, NotFound, unstorable
-from webapp.http import csrf, json_error
+from webapp.leases import SiteBusy
 from webapp.models import Site, utcnow
-from webapp.runs import SiteBusy
 from webapp.tokens import Access, Refused, authenticate, rate_headers
 from webapp.views.api.spec import SPEC
+from webapp.views.http import csrf, json_error
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 csrf.exempt(bp)  # a bearer token, not a cookie: a forged cross-site request has no token

@@ -7,10 +7,11 @@ from datetime import UTC, datetime
 from flask import current_app, jsonify, request, url_for
 from sqlalchemy import select
 
-from webapp import jobs, tasks
+from webapp import jobs, notify
 from webapp.db import get_session
+from webapp.leases import gone
 from webapp.models import Delivery, Generation, Site, utcnow
-from webapp.runs import gone
+from webapp.views import background
 from webapp.views.api import ApiError, access, bp, isoformat, load_site, query_int, writes
 
 
@@ -43,7 +44,7 @@ def task_json(state: dict) -> dict:
 
 
 def _started(task_id: str):
-    response = jsonify(task_json(tasks.read(current_app, task_id)))
+    response = jsonify(task_json(background.read(current_app, task_id)))
     response.status_code = 202
     response.headers["Location"] = url_for("api.task_get", task_id=task_id)
     return response
@@ -73,7 +74,7 @@ def site_generate(slug):
                        "announced, or try again when it has finished")
     app, site_id = current_app._get_current_object(), site.id
 
-    return _started(tasks.start(app, "regenerate", site.slug,
+    return _started(background.start(app, "regenerate", site.slug,
                                 lambda progress: jobs.regenerate_now(site_id, app, progress),
                                 site_id=site.id))
 
@@ -85,10 +86,10 @@ def site_notify(slug):
     app, site_id = current_app._get_current_object(), site.id
 
     def work(progress) -> str:
-        planned, attempted = jobs.notify_site(site_id, app)
+        planned, attempted = notify.notify_site(site_id, app)
         return f"{len(planned)} announcements planned, {len(attempted)} sent"
 
-    return _started(tasks.start(app, "notify", site.slug, work, site_id=site.id))
+    return _started(background.start(app, "notify", site.slug, work, site_id=site.id))
 
 
 @bp.get("/sites/<slug>/generations")
@@ -103,7 +104,7 @@ def announcements_list(slug):
 
 @bp.get("/tasks/<task_id>")
 def task_get(task_id):
-    state = tasks.read(current_app, task_id)
+    state = background.read(current_app, task_id)
     site = state and state.get("site_id") and get_session().get(Site, state["site_id"])
     if state is None or not (access().all_sites or (site is not None and access().sees(site))):
         raise ApiError(404, "there is no such task for this token (tasks are kept for 7 days)")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import current_app, jsonify, url_for
+from flask import jsonify, url_for
 from sqlalchemy import func, select
 
 from webapp.db import get_session
@@ -35,10 +35,6 @@ def _as_text(body: dict) -> dict[str, str | list[str]]:
             for name, value in body.items()}
 
 
-def _routes_changed() -> None:
-    current_app.extensions["site_routes"].invalidate()
-
-
 @bp.get("/sites")
 def sites_list():
     rows = get_session().scalars(select(Site).order_by(Site.slug)).all()
@@ -59,7 +55,6 @@ def site_create():
     if changes:
         update_site(session, site, changes)
     session.commit()
-    _routes_changed()
     response = jsonify(site_json(site))
     response.status_code = 201
     response.headers["Location"] = url_for("api.site_get", slug=site.slug)
@@ -86,5 +81,4 @@ def site_update(slug):
     session = get_session()
     update_site(session, site, _as_text(body))
     session.commit()
-    _routes_changed()
     return jsonify(site_json(site))

@@ -4,7 +4,7 @@ and a fuzzing test (schemathesis) checks every response against."""
 from __future__ import annotations
 
 from webapp.protocol import CHANGEFREQS, MAX_URLS_PER_FILE
-from webapp.url_sync import MAX_ITEMS
+from webapp.urls import MAX_ITEMS
 
 
 def ref(name: str) -> dict:

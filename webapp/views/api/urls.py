@@ -11,8 +11,7 @@ from sqlalchemy.orm import selectinload
 
 from webapp.db import get_session
 from webapp.models import Url
-from webapp.url_sync import MAX_ITEMS, SyncReport, delete_locs, upsert_urls
-from webapp.urls import starting_with
+from webapp.urls import MAX_ITEMS, SyncReport, delete_locs, starting_with, upsert_urls
 from webapp.views.api import (
     ApiError,
     bp,

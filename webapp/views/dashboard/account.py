@@ -7,9 +7,9 @@ from urllib.parse import urlsplit
 from flask import flash, redirect, render_template, request, url_for
 from flask_login import current_user, login_user, logout_user
 
-from webapp.auth import SignedIn, SignInRefused, require, sign_in
 from webapp.db import get_session
 from webapp.models import utcnow
+from webapp.views.auth import SignedIn, SignInRefused, require, sign_in
 from webapp.views.dashboard import bp
 
 

@@ -5,15 +5,13 @@ from __future__ import annotations
 from flask import abort, current_app, flash, redirect, render_template, url_for
 from sqlalchemy import select
 
-from webapp import jobs
-from webapp.auth import require
+from webapp import jobs, notify
 from webapp.db import get_session
 from webapp.errors import InvalidValue, NotFound
+from webapp.leases import SiteBusy
 from webapp.models import Delivery, Generation, utcnow
-from webapp.notify import ledger
-from webapp.runs import SiteBusy
-from webapp.sitemaps import get_store
-from webapp.sitemaps.history import diff
+from webapp.sitemaps import diff, get_store
+from webapp.views.auth import require
 from webapp.views.dashboard import bp, load_site
 
 # What each ledger status means, for the page's legend.
@@ -90,13 +88,13 @@ def announcement_retry(slug, delivery_id):
     if delivery is None or delivery.site_id != site.id:
         abort(404, "There is no such announcement of this site.")
     try:
-        ledger.retry(session, delivery, current_app.config, utcnow())
+        notify.retry(session, delivery, current_app.config, utcnow())
     except InvalidValue as exc:
         session.rollback()
         flash(str(exc))
     else:
         session.commit()
-        jobs.deliver(only=frozenset({delivery_id}))
+        notify.deliver(only=frozenset({delivery_id}))
         session.expire_all()
         flash(f"Announcement #{delivery_id}: {delivery.status}. {delivery.outcome or ''}")
     return redirect(url_for("dashboard.announcements", slug=slug))

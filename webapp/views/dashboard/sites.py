@@ -5,15 +5,16 @@ from __future__ import annotations
 from flask import current_app, flash, redirect, render_template, request, url_for
 from sqlalchemy import func, select
 
-from webapp import health, jobs, tasks
-from webapp.auth import demand, require
+from webapp import jobs, notify
 from webapp.db import get_session
 from webapp.errors import InvalidValue
 from webapp.models import Delivery, Generation, Site, Url, utcnow
-from webapp.notify import preflight
 from webapp.protocol import check_site_scope
 from webapp.sitemaps import get_store
 from webapp.sites import SETTINGS, create_site, delete_site, site_settings, update_site
+from webapp.urls import health
+from webapp.views import background
+from webapp.views.auth import demand, require
 from webapp.views.dashboard import bp, load_site
 
 # The edit form, in the order people think about a site.
@@ -92,7 +93,7 @@ def site(slug):
     live = health.live_count(session, site)
     counted = [run for run in reversed(runs) if run.status in ("succeeded", "unchanged")]
     warnings = health.warnings(session, site, live)
-    last_import = tasks.latest(current_app, "import", site.id)
+    last_import = background.latest(current_app, "import", site.id)
     if last_import and last_import.get("rejected"):
         warnings.append(health.Warning(
             f"The last import rejected {last_import['rejected']} rows",
@@ -134,7 +135,6 @@ def site_settings_page(slug):
             values.update(changes)
         else:
             session.commit()
-            current_app.extensions["site_routes"].invalidate()
             flash("Saved." if changes else "Nothing changed.")
             if warning:
                 flash(f"Note: {warning}")
@@ -153,13 +153,11 @@ def site_delete(slug):
             return redirect(url_for("dashboard.site_delete", slug=slug))
         session = get_session()
         try:
-            storage_key = delete_site(session, site, utcnow())
+            delete_site(session, site, utcnow(), get_store(current_app))
         except InvalidValue as exc:
             flash(str(exc))
             return redirect(url_for("dashboard.site", slug=slug))
         session.commit()
-        get_store(current_app).remove(storage_key)
-        current_app.extensions["site_routes"].invalidate()
         flash(f"Deleted {site.name}.")
         return redirect(url_for("dashboard.sites"))
     return render_template("dashboard/site_delete.html", site=site)
@@ -172,7 +170,7 @@ def site_regenerate(slug):
     app = current_app._get_current_object()
     site_id = site.id
 
-    task = tasks.start(app, "regenerate", slug,
+    task = background.start(app, "regenerate", slug,
                        lambda progress: jobs.regenerate_now(site_id, app, progress) + ".",
                        site_id=site_id)
     return redirect(url_for("dashboard.task", task_id=task))
@@ -186,12 +184,12 @@ def site_notify(slug):
     site_id = site.id
 
     def work(progress) -> str:
-        planned, attempted = jobs.notify_site(site_id, app)
+        planned, attempted = notify.notify_site(site_id, app)
         if not planned and not attempted:
             return "Nothing to announce: no generation changed anything since the last time."
         return f"{len(planned)} announcements planned, {len(attempted)} sent; see Announcements."
 
-    task = tasks.start(app, "notify", slug, work, site_id=site_id)
+    task = background.start(app, "notify", slug, work, site_id=site_id)
     return redirect(url_for("dashboard.task", task_id=task))
 
 
@@ -203,10 +201,10 @@ def site_preflight(slug):
     get_session().expunge(site)
 
     def work(progress) -> str:
-        findings = preflight.check(site, app.config)
+        findings = notify.preflight.check(site, app.config)
         return "\n".join(f"{'OK' if f.ok else 'Problem'}: {f.message}" for f in findings)
 
-    task = tasks.start(app, "pre-flight check", slug, work, site_id=site.id)
+    task = background.start(app, "pre-flight check", slug, work, site_id=site.id)
     return redirect(url_for("dashboard.task", task_id=task))
 
 
@@ -217,6 +215,5 @@ def site_rotate_key(slug):
     session = get_session()
     update_site(session, site, {"indexnow_key": "new"})
     session.commit()
-    current_app.extensions["site_routes"].invalidate()
     flash("A new IndexNow key is in place and served now; the old one is no longer valid.")
     return redirect(url_for("dashboard.site_settings_page", slug=slug))

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from flask import abort, current_app, jsonify, render_template
 
-from webapp import tasks
-from webapp.auth import require
+from webapp.views import background
+from webapp.views.auth import require
 from webapp.views.dashboard import bp
 
 
 def _task(task_id: str) -> dict:
-    state = tasks.read(current_app, task_id)
+    state = background.read(current_app, task_id)
     if state is None:
         abort(404, "There is no such task (finished tasks are kept until the server restarts).")
     state.pop("pid", None)

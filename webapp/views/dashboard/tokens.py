@@ -7,11 +7,11 @@ from flask_login import current_user
 from sqlalchemy import select
 from werkzeug.datastructures import MultiDict
 
-from webapp.auth import require
 from webapp.db import get_session
 from webapp.errors import InvalidValue
 from webapp.models import ApiToken, Site, User, utcnow
 from webapp.tokens import SCOPES, create_token, list_tokens, revoke
+from webapp.views.auth import require
 from webapp.views.dashboard import bp
 
 

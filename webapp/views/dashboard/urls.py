@@ -8,7 +8,6 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from flask import (
     Response,
@@ -22,16 +21,21 @@ from flask import (
 )
 from sqlalchemy import select, tuple_
 
-from webapp import tasks
-from webapp.auth import demand, require
-from webapp.db import get_session
+from webapp.db import get_session, new_session, session_scope
 from webapp.errors import InvalidValue
-from webapp.importing import ImportFormatError, import_urls
-from webapp.models import Url
-from webapp.notify.base import DeliveryError, fetch
+from webapp.models import Site, Url
 from webapp.protocol import CHANGEFREQS
-from webapp.sitemap_import import MAX_FILE_BYTES, looks_like_sitemap, sitemap_stream
-from webapp.urls import delete_urls, save_url, starting_with
+from webapp.urls import (
+    ImportFormatError,
+    delete_urls,
+    fetch_source,
+    import_urls,
+    open_import,
+    save_url,
+    starting_with,
+)
+from webapp.views import background
+from webapp.views.auth import demand, require
 from webapp.views.dashboard import bp, load_site
 
 PAGE = 50
@@ -168,12 +172,12 @@ def urls_export(slug):
     query = (select(Url.loc, Url.lastmod, Url.changefreq, Url.priority)
              .where(Url.site_id == site.id, Url.deleted_at.is_(None)).order_by(Url.id)
              .execution_options(yield_per=5000))
-    sessions = current_app.extensions["db_sessionmaker"]
+    app = current_app._get_current_object()
 
     def rows():
         # A session of the stream's own: the request's is closed when the view returns, before
         # the body is sent. Closed here when the last row is sent or the client goes away.
-        with sessions() as session:
+        with new_session(app) as session:
             out = io.StringIO()
             writer = csv.writer(out, lineterminator="\n")
             writer.writerow(("loc", "lastmod", "changefreq", "priority"))
@@ -207,12 +211,11 @@ def urls_import(slug):
 
     def work(progress) -> str:
         try:
-            with app.extensions["db_sessionmaker"]() as session:
-                target = session.get(type(site), site_id)
-                with _open_import(path, base_url, source_url or None,
-                                  app.config["NOTIFY_TIMEOUT"]) as stream:
-                    report = import_urls(session, target, stream, progress=progress)
-                session.commit()
+            with session_scope(app) as session, open_import(
+                    path, source_url or "the sitemap", base_url, source_url or None,
+                    app.config["NOTIFY_TIMEOUT"]) as stream:
+                report = import_urls(session, session.get(Site, site_id), stream,
+                                     progress=progress)
         finally:
             path.unlink(missing_ok=True)
         progress.state["rejected"] = report.rejected  # the site's health shows it
@@ -220,32 +223,19 @@ def urls_import(slug):
                                       for line, reason in report.rejections]
         return "\n".join(lines)
 
-    task = tasks.start(app, "import", slug, work, site_id=site_id)
+    task = background.start(app, "import", slug, work, site_id=site_id)
     return redirect(url_for("dashboard.task", task_id=task))
-
-
-def _check_source(site, source_url: str) -> None:
-    """Only the site's own hosts are fetched: a form must not reach into the server's network."""
-    try:
-        parts = urlsplit(source_url)
-        parts.port  # noqa: B018 - raises on a port out of range
-    except ValueError:
-        parts = None
-    hosts = {urlsplit(site.base_url).netloc, urlsplit(site.sitemap_url).netloc}
-    if parts is None or parts.scheme not in ("http", "https") or parts.netloc not in hosts:
-        raise InvalidValue("sitemap_url", source_url, "must be an http:// or https:// URL on "
-                           f"the site's host ({' or '.join(sorted(hosts))})")
 
 
 def _save_upload(site, upload, pasted: str, source_url: str) -> Path:
     """What to import, saved to a private temporary file before the work starts."""
     folder = Path(current_app.config["INSTANCE_PATH"]) / "uploads"
     folder.mkdir(parents=True, exist_ok=True)
-    if source_url:
-        _check_source(site, source_url)
+    fetched = fetch_source(site, source_url, current_app.config["NOTIFY_TIMEOUT"]) \
+        if source_url else None
     handle = tempfile.NamedTemporaryFile(dir=folder, delete=False, suffix=".import")
     try:
-        _write_upload(handle, upload, pasted, source_url)
+        _write_upload(handle, upload, pasted, fetched)
     except BaseException:
         handle.close()
         os.unlink(handle.name)
@@ -253,38 +243,13 @@ def _save_upload(site, upload, pasted: str, source_url: str) -> Path:
     return Path(handle.name)
 
 
-def _write_upload(handle, upload, pasted: str, source_url: str) -> None:
+def _write_upload(handle, upload, pasted: str, fetched: bytes | None) -> None:
     with handle:
-        if source_url:
-            try:
-                handle.write(fetch(source_url, timeout=current_app.config["NOTIFY_TIMEOUT"],
-                                   max_bytes=MAX_FILE_BYTES))
-            except DeliveryError as exc:
-                raise ImportFormatError(f"{source_url}: {exc.meaning}") from None
+        if fetched is not None:
+            handle.write(fetched)
         elif upload is not None and upload.filename:
             upload.save(handle)
         elif pasted.strip():
             handle.write(pasted.encode("utf-8"))
         else:
             raise ImportFormatError("choose a file, paste some URLs, or give a sitemap's address")
-
-
-class _open_import:  # noqa: N801 - used as a context manager like open()
-    """The saved import as CSV text: a sitemap is read into rows first, whole or not at all."""
-
-    def __init__(self, path: Path, base_url: str, source_url: str | None, timeout: float):
-        self.path, self.base_url, self.source_url, self.timeout = path, base_url, source_url, timeout
-        self.stream = None
-
-    def __enter__(self):
-        with open(self.path, "rb") as raw:
-            head = raw.read(512)
-        if looks_like_sitemap(head):
-            self.stream = sitemap_stream(self.path.read_bytes(), self.source_url or "the sitemap",
-                                         self.base_url, self.source_url, self.timeout)
-        else:
-            self.stream = open(self.path, encoding="utf-8-sig", newline="")
-        return self.stream
-
-    def __exit__(self, *exc):
-        self.stream.close()

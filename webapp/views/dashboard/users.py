@@ -6,11 +6,11 @@ from flask import abort, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 from sqlalchemy import func, select
 
-from webapp.auth import require
 from webapp.db import get_session
 from webapp.errors import InvalidValue
 from webapp.models import User
 from webapp.users import ROLES, create_user, set_password
+from webapp.views.auth import require
 from webapp.views.dashboard import bp
 
 

@@ -1,19 +1,5 @@
-"""Public serving for crawlers: published sitemap files, robots.txt and the IndexNow key file.
-
-Where crawlers find what:
-    /sitemaps/<slug>/<name>        any file of a site's published set, on any host
-    <sitemap folder>/<name>        the same, on the host of the site's sitemap URL
-    /robots.txt, /<key>.txt        on the host of the site's base URL
-and people:
-    /sitemaps/<slug>/view/<name>   a sitemap file as an HTML table (the stylesheet applied
-                                   here, since browsers are dropping XSLT)
-
-This audience is served by a thin WSGI layer in front of Flask rather than by a blueprint:
-Flask's per-request machinery cost about 0.7 ms, ten times what nginx needs for a whole
-request, and crawlers may fetch at full speed. No sign-in, no database query per request (a
-routing table and each generation's manifest are kept in memory), and a conditional request
-is answered from the manifest without opening the file. Everything else goes on to Flask.
-"""
+"""The WSGI layer that answers crawlers from the published files (see the package's
+docstring for what it serves where), and the memory of small bodies it keeps."""
 
 from __future__ import annotations
 
@@ -23,14 +9,12 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 
-from flask import Flask
 from lxml import etree
 from werkzeug.http import http_date, parse_date, parse_etags
 from werkzeug.wsgi import FileWrapper
 
-from webapp.sitemaps.build import STYLESHEET, replace_file
-from webapp.sitemaps.publish import PublishedFile, PublishedSet, SitemapStore
-from webapp.sitemaps.routing import SiteRoute, SiteRoutes, request_origin
+from webapp.sitemaps import STYLESHEET, PublishedFile, PublishedSet, SitemapStore, replace_file
+from webapp.views.public.routes import SiteRoute, SiteRoutes, host_robots_txt, request_origin
 
 XML = "application/xml; charset=utf-8"
 TYPES = {"urlset": XML, "index": XML, "stylesheet": "text/xsl; charset=utf-8"}
@@ -41,12 +25,6 @@ BLOCK = 64 * 1024
 
 Headers = list[tuple[str, str]]
 Answer = tuple[str, Headers, Iterable[bytes]]
-
-
-def init_app(app: Flask) -> None:
-    app.wsgi_app = PublicFiles(app.wsgi_app, app.extensions["sitemap_store"],
-                               app.extensions["site_routes"],
-                               FileMemory(app.config["SERVE_MEMORY_MB"] << 20))
 
 
 class FileMemory:
@@ -112,16 +90,6 @@ def _busy() -> Answer:
     status, headers, body = _text("503 Service Unavailable",
                                   "The sitemaps were just republished; ask again.\n")
     return status, [*headers, ("Retry-After", "1")], body
-
-
-def _robots_txt(sites: list[SiteRoute]) -> str:
-    """The first site's robots.txt, with a `Sitemap:` line for every site on the host."""
-    text = sites[0].robots_txt
-    for other in sites[1:]:
-        line = f"Sitemap: {other.sitemap_url}"
-        if line.lower() not in text.lower():
-            text += f"{line}\n"
-    return text
 
 
 def _not_after_now(file: PublishedFile) -> str:
@@ -190,7 +158,7 @@ class PublicFiles:
         if path.endswith(".txt"):
             sites = self.routes.site_host(origin)
             if path == "/robots.txt" and sites:
-                return _text("200 OK", _robots_txt(sites))
+                return _text("200 OK", host_robots_txt(sites))
             for route in sites:
                 if path == f"/{route.indexnow_key}.txt":
                     return _text("200 OK", route.indexnow_key)

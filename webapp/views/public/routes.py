@@ -1,8 +1,9 @@
-"""Which site a public request is for: by slug, or by the host it was sent to.
+"""Which site a public request is for (by slug, or by the host it was sent to), and the
+robots.txt a site's host serves.
 
 Serving must not query the database for every crawler request, so each process keeps a small
 table of every site's public addresses and rebuilds it at most every `ttl` seconds; a change
-to a site reaches every process within that time.
+to a site reaches every process within that time, and the process that commits it at once.
 """
 
 from __future__ import annotations
@@ -14,15 +15,16 @@ from collections import defaultdict
 from dataclasses import dataclass
 from urllib.parse import unquote_to_bytes, urlsplit
 
-from sqlalchemy import select
+from sqlalchemy import event, inspect, select
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.orm import sessionmaker
+from sqlalchemy.orm import ORMExecuteState, Session, sessionmaker
 
 from webapp.models import Site
 from webapp.protocol import DEFAULT_PORTS, directory, origin
-from webapp.sites import robots_txt
 
 log = logging.getLogger(__name__)
+
+DEFAULT_ROBOTS_TXT = "User-agent: *\nDisallow:\n"
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,30 @@ class SiteRoute:
     indexnow_key: str
     key_beside_sitemap: bool  # the key file is served in the sitemap's folder (keyLocation)
     storage_key: str
+
+
+# The columns a route is made of: a change to any other (a lease, a change number) leaves it.
+ROUTE_COLUMNS = ("slug", "base_url", "sitemap_url", "robots_txt", "indexnow_key",
+                 "indexnow_key_location", "storage_key")
+
+
+def robots_txt(site: Site) -> str:
+    """The site's robots.txt, always with a `Sitemap:` line for its entry sitemap."""
+    text = (site.robots_txt or DEFAULT_ROBOTS_TXT).rstrip("\n") + "\n"
+    wanted = f"sitemap: {site.sitemap_url}".lower()
+    if not any(line.strip().lower() == wanted for line in text.splitlines()):
+        text += f"\nSitemap: {site.sitemap_url}\n"
+    return text
+
+
+def host_robots_txt(sites: list[SiteRoute]) -> str:
+    """The first site's robots.txt, with a `Sitemap:` line for every site on the host."""
+    text = sites[0].robots_txt
+    for other in sites[1:]:
+        line = f"Sitemap: {other.sitemap_url}"
+        if line.lower() not in text.lower():
+            text += f"{line}\n"
+    return text
 
 
 def _route(site: Site) -> SiteRoute:
@@ -99,6 +125,17 @@ class SiteRoutes:
     def invalidate(self) -> None:
         self._loaded_at = float("-inf")
 
+    def watch(self) -> None:
+        """Rebuild the table after any commit, by a session of this table's, that added, removed
+        or re-addressed a site: this process serves the change from its next request."""
+        event.listen(self._sessions, "after_flush", _note_site_changes)
+        event.listen(self._sessions, "do_orm_execute", _note_site_deletes)
+        event.listen(self._sessions, "after_commit", self._after_commit)
+
+    def _after_commit(self, session: Session) -> None:
+        if session.info.pop(_CHANGED, False):
+            self.invalidate()
+
     def by_slug(self, slug: str) -> SiteRoute | None:
         self._fresh()
         return self._by_slug.get(slug)
@@ -118,3 +155,20 @@ class SiteRoutes:
         """The sites whose pages are on this origin (usually one)."""
         self._fresh()
         return self._by_site_origin.get(request_origin, [])
+
+
+_CHANGED = "site_routes_changed"
+
+
+def _note_site_changes(session: Session, _context) -> None:
+    for site in (*session.new, *session.deleted, *session.dirty):
+        if isinstance(site, Site) and (site in session.new or site in session.deleted or any(
+                inspect(site).attrs[name].history.has_changes() for name in ROUTE_COLUMNS)):
+            session.info[_CHANGED] = True
+            return
+
+
+def _note_site_deletes(state: ORMExecuteState) -> None:
+    """A site deleted by a DELETE statement (sites.delete_site) rather than by the unit of work."""
+    if state.is_delete and state.bind_mapper is not None and state.bind_mapper.class_ is Site:
+        state.session.info[_CHANGED] = True

@@ -1,16 +1,23 @@
-"""The one outbound HTTP function every engine uses, and the error that says if a retry helps."""
+"""Every request this server sends out (announcements, pre-flight checks, imports from a URL):
+one module with the rules they all follow, and the error that says whether a retry can help.
+
+Requests are sent to configured addresses only: redirects are never followed, a user name or
+password in a URL is refused, and each request has a deadline and a cap on what it reads."""
 
 from __future__ import annotations
 
 import email.utils
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
+import google.auth.transport.requests
 import requests
 import urllib3
+
+from webapp.errors import InvalidValue
 
 USER_AGENT = "sitemap-dashboard/0.1 (self-hosted; announces sitemap changes)"
 MAX_BODY = 1 << 20  # read at most this much of an answer: enough for robots.txt or an error
@@ -30,7 +37,7 @@ class Answer:
         return excerpt(self.body)
 
 
-class DeliveryError(Exception):
+class OutboundError(Exception):
     """A request that did not succeed; `permanent` when sending it again cannot help."""
 
     def __init__(self, meaning: str, *, status: int | None = None, body: str = "",
@@ -68,7 +75,7 @@ def send(method: str, url: str, *, timeout: float, meanings: Mapping[int, str] |
          json: object = None, headers: Mapping[str, str] | None = None) -> Answer:
     """Send one request and return the answer when it is a success (2xx).
 
-    Anything else raises DeliveryError with what the status means for this engine (`meanings`),
+    Anything else raises OutboundError with what the status means for this engine (`meanings`),
     retryable for timeouts, connection failures, 408, 429 and 5xx. Redirects are not followed:
     the app only talks to addresses that someone configured.
     """
@@ -81,16 +88,16 @@ def send(method: str, url: str, *, timeout: float, meanings: Mapping[int, str] |
             body = _read(response, deadline)
     except requests.RequestException as exc:
         if _timed_out(exc):
-            raise DeliveryError(f"no answer within {timeout:g} s; will try again") from None
-        raise DeliveryError(f"could not connect to {address(url)}: {_reason(exc)}; "
+            raise OutboundError(f"no answer within {timeout:g} s; will try again") from None
+        raise OutboundError(f"could not connect to {address(url)}: {_reason(exc)}; "
                             "will try again") from None
     except TimeoutError:
-        raise DeliveryError(f"the answer took longer than {timeout:g} s; will try again") from None
+        raise OutboundError(f"the answer took longer than {timeout:g} s; will try again") from None
     status = response.status_code
     meaning = meanings.get(status) or _generic_meaning(response)
     if 200 <= status < 300:
         return Answer(status, meaning, body)
-    raise DeliveryError(meaning, status=status, body=body, permanent=status not in RETRYABLE
+    raise OutboundError(meaning, status=status, body=body, permanent=status not in RETRYABLE
                         and status < 500,
                         retry_after=retry_after_seconds(response.headers.get("Retry-After")))
 
@@ -102,18 +109,39 @@ def fetch(url: str, *, timeout: float, max_bytes: int) -> bytes:
         with requests.get(url, timeout=timeout, allow_redirects=False, stream=True,
                           headers={"User-Agent": USER_AGENT}) as response:
             if response.status_code != 200:
-                raise DeliveryError(_generic_meaning(response), status=response.status_code,
+                raise OutboundError(_generic_meaning(response), status=response.status_code,
                                     permanent=True)
             data = bytearray()
             for chunk in response.raw.stream(65536, decode_content=False):
                 data += chunk
                 if len(data) > max_bytes:
-                    raise DeliveryError(f"{url} is larger than {max_bytes} bytes", permanent=True)
+                    raise OutboundError(f"{url} is larger than {max_bytes} bytes", permanent=True)
                 if time.monotonic() > deadline:
-                    raise DeliveryError(f"{url} took too long to download")
+                    raise OutboundError(f"{url} took too long to download")
             return bytes(data)
     except (requests.RequestException, urllib3.exceptions.HTTPError, ValueError) as exc:
-        raise DeliveryError(f"could not fetch {address(url)}: {_reason(exc)}") from None
+        raise OutboundError(f"could not fetch {address(url)}: {_reason(exc)}") from None
+
+
+class _TokenRequest(google.auth.transport.requests.Request):
+    """google-auth's transport with a deadline on every request it makes."""
+
+    def __init__(self, session: requests.Session, timeout: float):
+        super().__init__(session)
+        self.timeout = timeout
+
+    def __call__(self, url, method="GET", body=None, headers=None, timeout=None, **kwargs):
+        return super().__call__(url, method, body, headers, timeout=self.timeout, **kwargs)
+
+
+def token_transport(timeout: float) -> google.auth.transport.requests.Request:
+    """The transport google-auth gets an access token over: the deadline, our User-Agent, and
+    no redirects (the signed grant goes to the token address and nowhere else). Close its
+    `session` when done."""
+    session = requests.Session()
+    session.max_redirects = 0
+    session.headers["User-Agent"] = USER_AGENT
+    return _TokenRequest(session, timeout)
 
 
 def _timed_out(exc: requests.RequestException) -> bool:
@@ -139,6 +167,19 @@ def is_http_url(url: str) -> bool:
         return False
     return (parts.scheme in ("http", "https") and bool(parts.hostname)
             and "@" not in parts.netloc and not any(character.isspace() for character in url))
+
+
+def endpoint_check(name: str) -> Callable[[str], str | None]:
+    """The rule of a setting that names an address to send to (empty: the default one)."""
+
+    def check(value: str) -> str | None:
+        value = value.strip()
+        if value and not is_http_url(value):
+            raise InvalidValue(name, value, "must be an http:// or https:// URL without a user "
+                               "name or password, or empty for the default")
+        return value or None
+
+    return check
 
 
 def address(url: str) -> str:

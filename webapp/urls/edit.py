@@ -9,7 +9,6 @@ from urllib.parse import quote
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from webapp.changes import next_change_seq
 from webapp.errors import InvalidValue, NotFound
 from webapp.models import Site, Url, UrlAlternate, UrlImage, utcnow
 from webapp.protocol import (
@@ -19,6 +18,7 @@ from webapp.protocol import (
     normalize_hreflang,
     normalize_url,
 )
+from webapp.urls.changes import next_change_seq
 
 
 def scope_of(site: Site) -> Scope:

@@ -16,8 +16,8 @@ from urllib.parse import urlsplit
 
 from lxml import etree
 
-from webapp.importing import ImportFormatError
-from webapp.notify.base import DeliveryError, fetch
+from webapp.outbound import OutboundError, fetch
+from webapp.urls.importing import ImportFormatError
 
 NS = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
 MAX_FILE_BYTES = 52_428_800  # the protocol's ceiling for one uncompressed sitemap
@@ -93,7 +93,7 @@ def read_sitemap(data: bytes, name: str, allowed_hosts: set[str], timeout: float
                                     "there are fetched")
         try:
             body = get(child, timeout=timeout, max_bytes=MAX_FILE_BYTES)
-        except DeliveryError as exc:
+        except OutboundError as exc:
             raise ImportFormatError(f"{child} could not be fetched: {exc.meaning}") from None
         child_kind, child_entries = _elements(body, child)
         if child_kind != "urlset":

@@ -1,4 +1,4 @@
-"""The scheduler process: one job list with explicit ids, started only by
+"""The clock of the scheduler process: one job list with explicit ids, started only by
 `flask --app webapp scheduler run`, never inside web workers or the reloader.
 
 Schedules live in the database, not in the scheduler: each tick reads which sites are due, so
@@ -22,10 +22,11 @@ from sqlalchemy import or_, select
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session
 
-from webapp import jobs, runs
+from webapp import jobs, leases, notify
+from webapp.db import new_session
+from webapp.leases import SiteBusy
 from webapp.models import Generation, Site, utcnow
-from webapp.runs import SiteBusy
-from webapp.schedules import next_run
+from webapp.scheduler.schedules import next_run
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ def run_due_sites(app: Flask, now: datetime | None = None) -> list[Generation]:
     next run is counted from now.
     """
     now = now or utcnow()
-    with app.extensions["db_sessionmaker"]() as session:
+    with new_session(app) as session:
         candidates = session.scalars(select(Site).where(or_(
             Site.schedule != "off", Site.change_seq > Site.generated_seq)).order_by(Site.id)).all()
         due_ids = [site.id for site in candidates if any(_due(site, now))]
@@ -79,14 +80,14 @@ def run_due_sites(app: Flask, now: datetime | None = None) -> list[Generation]:
         generations.append(generation)
         if generation.status in ("succeeded", "unchanged"):
             try:
-                jobs.announce(site_id, app)
+                notify.announce(site_id, app)
             except Exception:  # planned again after the next generation; other sites go on
                 log.exception("announcements of site %s could not be planned", site_id)
     return generations
 
 
 def deliver_due(app: Flask) -> None:
-    jobs.deliver(app)
+    notify.deliver(app)
 
 
 def _database_may_fail(job: Callable[[Flask], object]) -> Callable[[Flask], None]:
@@ -133,7 +134,7 @@ def status(session: Session) -> list[SiteStatus]:
     now = utcnow()
     for site in session.scalars(select(Site).order_by(Site.id)):
         running = site.run_owner if site.run_owner and site.run_lease_until \
-            and site.run_lease_until > now and not runs.gone(site.run_owner) else None
+            and site.run_lease_until > now and not leases.gone(site.run_owner) else None
         last = session.scalar(select(Generation).where(Generation.site_id == site.id)
                               .order_by(Generation.id.desc()).limit(1))
         found.append(SiteStatus(site.slug, site.schedule, site.timezone, site.next_run_at,

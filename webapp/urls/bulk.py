@@ -16,10 +16,10 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from webapp.errors import InvalidValue
-from webapp.importing import COLUMNS, ImportReport, write_batch
 from webapp.models import Site, Url, UrlAlternate, UrlImage
 from webapp.protocol import FIELD_RULES, normalize_url
-from webapp.urls import CheckedUrl, check_url, delete_urls
+from webapp.urls.edit import CheckedUrl, check_url, delete_urls
+from webapp.urls.importing import COLUMNS, ImportReport, write_batch
 
 ITEM_FIELDS = ("loc", *FIELD_RULES, "images", "alternates")
 MAX_ITEMS = 10_000

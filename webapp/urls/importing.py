@@ -23,11 +23,11 @@ from sqlalchemy import ARRAY, any_, bindparam, func, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
-from webapp.changes import next_change_seq
 from webapp.errors import InvalidValue
-from webapp.import_rows import validate_text
 from webapp.models import Site, Url
 from webapp.protocol import FIELD_RULES
+from webapp.urls.changes import next_change_seq
+from webapp.urls.rows import validate_text
 
 COLUMNS = ("loc", *FIELD_RULES)
 CHUNK_CHARS = 512 * 1024  # about 5,000 rows: one existence query and one executemany each

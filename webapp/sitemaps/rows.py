@@ -1,0 +1,128 @@
+"""Streaming a site's live URLs out of the database as `<url>` fragments, for any size of site.
+
+Rows are read with SQLAlchemy Core (no ORM object per URL) in id order, so memory stays bounded
+whatever the size of the site and every file holds a contiguous id range; the range and digest
+recorded per file are what incremental regeneration builds on. Images and alternates are read as
+streams of their own in the same order and merged in.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+
+from sqlalchemy import Connection, exists, func, select
+from sqlalchemy.orm import Session
+
+from webapp.models import Site, Url, UrlAlternate, UrlImage
+from webapp.sitemaps.build import alternate_fragment, image_fragment, url_fragment
+
+STREAM_OPTIONS = {"stream_results": True, "yield_per": 10_000}
+
+
+def live_urls(site_id: int, after_id: int | None = None, upto_id: int | None = None):
+    """Conditions for the site's live URLs, with ids in (after_id, upto_id] when given."""
+    conditions = [Url.site_id == site_id, Url.deleted_at.is_(None)]
+    if after_id is not None:
+        conditions.append(Url.id > after_id)
+    if upto_id is not None:
+        conditions.append(Url.id <= upto_id)
+    return tuple(conditions)
+
+
+def _grouped(rows, render) -> Iterator[tuple[int, str]]:
+    """(url id, concatenated fragments) from rows ordered by url id."""
+    for url_id, group in itertools.groupby(rows, key=lambda row: row[0]):
+        yield url_id, "".join(render(*row[1:]) for row in group)
+
+
+def _extension_streams(connection: Connection, site_id: int, images: bool, alternates: bool,
+                       id_range: tuple[int | None, int | None], results: list):
+    """Fragments of each extension in use, by url id; `results` collects the open results."""
+    streams = []
+    if images:
+        rows = connection.execute(
+            select(UrlImage.url_id, UrlImage.loc, UrlImage.title, UrlImage.caption)
+            .join(Url, Url.id == UrlImage.url_id).where(*live_urls(site_id, *id_range))
+            .order_by(UrlImage.url_id, UrlImage.position, UrlImage.id),
+            execution_options=STREAM_OPTIONS)
+        results.append(rows)
+        streams.append(_grouped(rows, image_fragment))
+    if alternates:
+        rows = connection.execute(
+            select(UrlAlternate.url_id, UrlAlternate.hreflang, UrlAlternate.href)
+            .join(Url, Url.id == UrlAlternate.url_id).where(*live_urls(site_id, *id_range))
+            .order_by(UrlAlternate.url_id, UrlAlternate.hreflang),
+            execution_options=STREAM_OPTIONS)
+        results.append(rows)
+        streams.append(_grouped(rows, alternate_fragment))
+    return streams
+
+
+def url_entries(connection: Connection, site: Site, images: bool = False,
+                alternates: bool = False, after_id: int | None = None,
+                upto_id: int | None = None) -> Iterator[tuple[int, str]]:
+    """(url id, `<url>` fragment) for every live URL of the site (with an id in
+    (after_id, upto_id] when given), in id order."""
+    default_changefreq, default_priority = site.default_changefreq, site.default_priority
+    rows = connection.execute(
+        select(Url.id, Url.loc, Url.lastmod, Url.changefreq, Url.priority)
+        .where(*live_urls(site.id, after_id, upto_id)).order_by(Url.id),
+        execution_options=STREAM_OPTIONS)
+    results = [rows]
+    # Closed however the reading ends: a streamed result is a server-side cursor on
+    # PostgreSQL, which must not be left to the garbage collector when a run fails midway.
+    try:
+        extensions_of = _merge(_extension_streams(connection, site.id, images, alternates,
+                                                  (after_id, upto_id), results))
+        for url_id, loc, lastmod, changefreq, priority in rows:
+            yield url_id, url_fragment(loc, lastmod, changefreq or default_changefreq,
+                                       default_priority if priority is None else priority,
+                                       extensions_of(url_id))
+    finally:
+        for result in results:
+            result.close()
+
+
+def _merge(streams: list[Iterator[tuple[int, str]]]) -> Callable[[int], str]:
+    """For ascending url ids, the extension fragments the streams (ordered by url id) hold."""
+    if not streams:
+        return lambda url_id: ""
+    pending = [next(stream, None) for stream in streams]
+
+    def extensions_of(url_id: int) -> str:
+        found = ""
+        for i, stream in enumerate(streams):
+            while pending[i] is not None and pending[i][0] < url_id:
+                pending[i] = next(stream, None)
+            if pending[i] is not None and pending[i][0] == url_id:
+                found += pending[i][1]
+                pending[i] = next(stream, None)
+        return found
+
+    return extensions_of
+
+
+def uses(session: Session, site_id: int, model) -> bool:
+    """Whether any live URL of the site has a row of `model` (images, alternates).
+
+    `site_id + 0` keeps SQLite from starting at the site's URLs (an index on them looks
+    cheap to it without statistics), which walked a million URLs to find none; starting at
+    the extension rows, usually few, each URL is found by its key.
+    """
+    return bool(session.scalar(select(exists().where(
+        model.url_id == Url.id, Url.site_id + 0 == site_id, Url.deleted_at.is_(None)))))
+
+
+
+def counted(entries: Iterator[tuple[int, str]], total: int,
+             progress: Callable[[int, int], None]) -> Iterator[tuple[int, str]]:
+    for done, entry in enumerate(entries, start=1):
+        if done % 10_000 == 0:
+            progress(done, total)
+        yield entry
+    progress(total, total)
+
+
+def live_count(session: Session, site_id: int) -> int:
+    return session.scalar(select(func.count()).select_from(Url).where(*live_urls(site_id)))

@@ -1,0 +1,40 @@
+"""Incoming URLs, however they arrive: one edited in a form or on the command line (`edit`),
+many at once from a content system (`bulk`), a CSV file or list (`importing`, whose rows are
+checked by `rows`, in a worker process for large files), an existing sitemap (`sitemap_reader`),
+fetched or uploaded (`sources`); the change log every write feeds (`changes`); and what a site
+owner should hear about a site's URLs (`health`).
+
+Others use the names below. Each is loaded from its module on first use (PEP 562), so that the
+worker process of a large import, which needs `rows` alone, loads none of the database layer.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+# Each name others may use, and the module that defines it.
+_HOMES = {
+    "ITEM_FIELDS": "bulk", "MAX_ITEMS": "bulk", "SyncReport": "bulk", "delete_locs": "bulk",
+    "upsert_urls": "bulk",
+    "changed_locs": "changes", "committed_change_seq": "changes", "next_change_seq": "changes",
+    "check_url": "edit", "delete_url": "edit", "delete_urls": "edit", "save_url": "edit",
+    "starting_with": "edit",
+    "COLUMNS": "importing", "ImportFormatError": "importing", "ImportReport": "importing",
+    "import_urls": "importing",
+    "fetch_source": "sources", "open_import": "sources",
+}
+
+_MODULES = ("health",)  # used as a whole: health.warnings(...)
+
+__all__ = [*_MODULES, *sorted(_HOMES)]
+
+
+def __getattr__(name: str) -> object:
+    if name in _MODULES:
+        value = import_module(f"{__name__}.{name}")
+    elif name in _HOMES:
+        value = getattr(import_module(f"{__name__}.{_HOMES[name]}"), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value

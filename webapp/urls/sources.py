@@ -1,0 +1,74 @@
+"""What to import, wherever it comes from (an uploaded or local file, pasted text, a sitemap's
+address), fetched and opened the same way for the dashboard and the command line.
+
+A sitemap (urlset or index, plain or gzip) is read into CSV rows first, whole or not at all;
+anything else is read as a CSV file or a list of URLs. Only the site's own hosts are fetched
+from: an import must not reach into the server's network.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TextIO
+from urllib.parse import urlsplit
+
+from webapp.errors import InvalidValue
+from webapp.models import Site
+from webapp.outbound import OutboundError, fetch
+from webapp.urls.importing import ImportFormatError
+from webapp.urls.sitemap_reader import MAX_FILE_BYTES, looks_like_sitemap, sitemap_stream
+
+
+def check_source_url(site: Site, url: str) -> None:
+    """An http(s) address on the site's host or its sitemap's host, else InvalidValue."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a port out of range
+    except ValueError:
+        parts = None
+    hosts = {urlsplit(site.base_url).netloc, urlsplit(site.sitemap_url).netloc}
+    if parts is None or parts.scheme not in ("http", "https") or parts.netloc not in hosts:
+        raise InvalidValue("sitemap_url", url, "must be an http:// or https:// URL on the "
+                           f"site's host ({' or '.join(sorted(hosts))})")
+
+
+def fetch_source(site: Site, url: str, timeout: float) -> bytes:
+    """The file at a sitemap's address on the site's hosts, at most MAX_FILE_BYTES."""
+    check_source_url(site, url)
+    try:
+        return fetch(url, timeout=timeout, max_bytes=MAX_FILE_BYTES)
+    except OutboundError as exc:
+        raise ImportFormatError(f"{url}: {exc.meaning}") from None
+
+
+@contextmanager
+def open_import(source: Path | bytes, name: str, site_url: str, source_url: str | None,
+                timeout: float) -> Iterator[TextIO]:
+    """The rows to import from a file or from bytes, as the CSV text `import_urls` reads.
+
+    `name` says which file in messages; `source_url`, where a fetched sitemap came from, is the
+    other host an index may list files on besides the site's (`site_url`).
+    """
+    if isinstance(source, Path):
+        with open(source, "rb") as raw:
+            head = raw.read(512)
+    else:
+        head = source[:512]
+    if looks_like_sitemap(head):
+        data = source.read_bytes() if isinstance(source, Path) else source
+        with sitemap_stream(data, name, site_url, source_url, timeout) as stream:
+            yield stream
+    elif isinstance(source, Path):
+        with open(source, encoding="utf-8-sig", newline="") as stream:
+            yield stream
+    else:
+        try:
+            text = source.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise ImportFormatError(f"the file cannot be read as UTF-8 CSV or text: {exc}") \
+                from None
+        with io.StringIO(text, newline="") as stream:
+            yield stream
