@@ -1,0 +1,166 @@
+"""The layout's rules, read from the source with `ast`: which module may import what.
+
+Each concern has one home (README, "Layout"); these tests keep the seams between them where
+they are: pure protocol rules, thin models, one outbound module, packages used through their
+front doors, no import cycles.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "webapp"
+# Packages whose `__init__` names what the rest of the app may use.
+FRONT_DOORS = ("webapp.notify", "webapp.scheduler", "webapp.sitemaps", "webapp.urls",
+               "webapp.views.public")
+# Libraries that send requests: only the outbound module may use them.
+HTTP_CLIENTS = ("requests", "urllib3", "http.client", "urllib.request",
+                "google.auth.transport")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(path): path for path in sorted(APP.rglob("*.py"))}
+
+
+def _is_package(name: str) -> bool:
+    return MODULES.get(name, Path()).name == "__init__.py"
+
+
+def _absolute(module: str, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    package = module if _is_package(module) else module.rpartition(".")[0]
+    for _ in range(node.level - 1):
+        package = package.rpartition(".")[0]
+    return f"{package}.{node.module}" if node.module else package
+
+
+def _statements(module: str, top_level_only: bool) -> Iterator[tuple[str, list[str]]]:
+    """(the module an import statement names, the names it takes from it) of `module`."""
+    tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
+    for node in tree.body if top_level_only else ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from ((alias.name, []) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            yield _absolute(module, node), [alias.name for alias in node.names]
+
+
+def imports(module: str, top_level_only: bool = False) -> Iterator[str]:
+    """Every module `module` imports: `from a import b` names a.b when b is a module."""
+    for base, names in _statements(module, top_level_only):
+        yield from ([f"{base}.{name}" if f"{base}.{name}" in MODULES else base
+                     for name in names] or [base])
+
+
+def app_imports(module: str, top_level_only: bool = False) -> set[str]:
+    return {name for name in imports(module, top_level_only) if name.startswith("webapp")}
+
+
+def _within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def test_the_walker_sees_the_imports_it_judges():
+    # Guards the rules below: a walker that found nothing would pass them all.
+    assert {"webapp.db", "webapp.errors", "webapp.models", "webapp.notify",
+            "webapp.leases"} <= app_imports("webapp.sites")
+    assert "webapp.notify.ledger" in app_imports("webapp.notify.deliver")
+    assert "requests" in set(imports("webapp.outbound"))
+
+
+def test_protocol_imports_nothing_of_the_app_but_its_error_type():
+    assert app_imports("webapp.protocol") <= {"webapp.errors"}
+    assert app_imports("webapp.errors") == set()
+
+
+def test_models_import_only_the_database_base():
+    assert app_imports("webapp.models") <= {"webapp.db"}
+
+
+@pytest.mark.parametrize("package", ["webapp.sitemaps", "webapp.notify", "webapp.urls",
+                                     "webapp.scheduler", "webapp.outbound", "webapp.jobs",
+                                     "webapp.sites", "webapp.leases"])
+def test_domain_code_imports_no_views_and_no_commands(package):
+    for module in (m for m in MODULES if _within(m, package)):
+        wrong = {name for name in app_imports(module)
+                 if _within(name, "webapp.views") or _within(name, "webapp.cli")}
+        assert not wrong, f"{module} imports {sorted(wrong)}"
+
+
+def test_only_the_outbound_module_sends_requests():
+    for module in MODULES:
+        if module == "webapp.outbound":
+            continue
+        clients = {name for name in imports(module)
+                   if any(_within(name, client) for client in HTTP_CLIENTS)}
+        assert not clients, f"{module} imports {sorted(clients)}: send through webapp.outbound"
+
+
+@pytest.mark.parametrize("package", FRONT_DOORS)
+def test_packages_are_used_through_their_front_doors(package):
+    for module in (m for m in MODULES if not _within(m, package)):
+        inside = {base for base, _ in _statements(module, top_level_only=False)
+                  if base.startswith(package + ".")}
+        assert not inside, (f"{module} imports {sorted(inside)}: use the names "
+                            f"{package} exports")
+
+
+@pytest.mark.parametrize("package", FRONT_DOORS)
+def test_front_doors_name_what_they_export(package):
+    module = importlib.import_module(package)
+    assert module.__all__, f"{package} has no __all__"
+    for name in module.__all__:
+        assert getattr(module, name) is not None, f"{package}.{name}"
+
+
+def test_the_import_worker_loads_only_the_row_rules():
+    # Large imports check rows in a spawned process (urls/importing.py): it must start fast.
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, webapp.urls.rows; print(*sorted(sys.modules))"],
+        capture_output=True, text=True, check=True, cwd=ROOT).stdout.split()
+    assert "webapp.urls.rows" in loaded
+    assert not {"sqlalchemy", "flask", "requests", "webapp.models"} & set(loaded)
+
+
+def test_sessions_are_opened_only_by_the_database_module():
+    for module, path in MODULES.items():
+        if module in ("webapp.db", "webapp.views.public"):
+            continue  # the public routing table is handed the factory once, at start
+        assert "db_sessionmaker" not in path.read_text(), (
+            f"{module} opens sessions itself: use webapp.db (get_session, session_scope, "
+            "new_session)")
+
+
+def test_modules_import_each_other_without_cycles():
+    graph = {module: {name for name in app_imports(module, top_level_only=True)
+                      if name in MODULES and name != module} for module in MODULES}
+    # A package's own __init__ importing its modules is how a front door works.
+    graph = {module: {name for name in names if not _within(module, name)}
+             for module, names in graph.items()}
+    visiting, done = [], set()
+
+    def visit(module: str) -> None:
+        if module in done:
+            return
+        assert module not in visiting, " -> ".join(
+            visiting[visiting.index(module):] + [module])
+        visiting.append(module)
+        for name in sorted(graph[module]):
+            visit(name)
+        visiting.pop()
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module)
