@@ -100,6 +100,8 @@ def app(database_url, tmp_path):
         "NOTIFY_TIMEOUT": 2,
         "NOTIFY_MAX_ATTEMPTS": 4,
         "NOTIFY_RETRY_SECONDS": 60,
+        # The fake engines and sites of the tests listen on the loopback address.
+        "OUTBOUND_ALLOW": "127.0.0.1",
     })
     yield app
     app.extensions["db_engine"].dispose()

@@ -144,12 +144,18 @@ def test_engine_settings_default_to_the_public_endpoints_and_read_the_environmen
         "NOTIFY_TIMEOUT": "3"})
     assert settings["INDEXNOW_ENDPOINT"] == "https://yandex.com/indexnow"
     assert settings["NOTIFY_TIMEOUT"] == 3
+    assert defaults["OUTBOUND_ALLOW"] == ()
+    allowed = load({"INSTANCE_PATH": str(tmp_path)}, environ={
+        "SECRET_KEY": "k", "OUTBOUND_ALLOW": " 127.0.0.1, 10.0.0.0/8,::1 "})["OUTBOUND_ALLOW"]
+    assert [str(network) for network in allowed] == ["127.0.0.1/32", "10.0.0.0/8", "::1/128"]
 
 
 @pytest.mark.parametrize(("name", "raw"), [("INDEXNOW_ENDPOINT", "api.indexnow.org/indexnow"),
                                            ("GSC_ENDPOINT", "ftp://googleapis.com/"),
                                            ("NOTIFY_TIMEOUT", "0"),
-                                           ("NOTIFY_MAX_ATTEMPTS", "many")])
+                                           ("NOTIFY_MAX_ATTEMPTS", "many"),
+                                           ("OUTBOUND_ALLOW", "10.0.0.0/33"),
+                                           ("OUTBOUND_ALLOW", "127.0.0.1,intranet")])
 def test_bad_engine_settings_stop_loading_naming_the_variable(tmp_path, name, raw):
     with pytest.raises(ConfigError, match=name):
         load({"INSTANCE_PATH": str(tmp_path)}, environ={"SECRET_KEY": "k", name: raw})

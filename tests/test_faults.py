@@ -32,7 +32,7 @@ from webapp.urls import import_urls, save_url
 
 # What a second app on the test's database and folders keeps from the `app` fixture.
 SHARED_SETTINGS = ("TESTING", "DATABASE_URL", "SECRET_KEY", "INSTANCE_PATH", "SITEMAPS_DIR",
-                   "INDEXNOW_ENDPOINT", "GSC_ENDPOINT")
+                   "INDEXNOW_ENDPOINT", "GSC_ENDPOINT", "OUTBOUND_ALLOW")
 
 
 @pytest.fixture

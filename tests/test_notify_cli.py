@@ -181,7 +181,7 @@ def test_a_sender_killed_midway_loses_nothing_and_repeats_nothing_delivered(
     engine.expect_request("/indexnow").respond_with_handler(answer)
     env = {**os.environ, "DATABASE_URL": database_url, "SECRET_KEY": "test",
            "INSTANCE_PATH": app.config["INSTANCE_PATH"], "SITEMAPS_DIR": app.config["SITEMAPS_DIR"],
-           "NOTIFY_TIMEOUT": "20"}
+           "NOTIFY_TIMEOUT": "20", "OUTBOUND_ALLOW": "127.0.0.1"}
     sender = subprocess.Popen([sys.executable, "-m", "flask", "--app", "webapp", "notify", "shop"],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:

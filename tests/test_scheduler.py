@@ -235,7 +235,7 @@ def test_scheduler_settings_and_status_on_the_command_line(runner, session, app)
 def test_a_running_scheduler_follows_changed_schedules_without_a_restart(app, session):
     app = create_app({**{name: app.config[name] for name in (
         "DATABASE_URL", "SECRET_KEY", "INSTANCE_PATH", "SITEMAPS_DIR", "INDEXNOW_ENDPOINT",
-        "GSC_ENDPOINT")}, "SCHEDULER_TICK_SECONDS": 0.1})
+        "GSC_ENDPOINT", "OUTBOUND_ALLOW")}, "SCHEDULER_TICK_SECONDS": 0.1})
     site = make_site(session, schedule="off", next_run_at=None)
     save_url(session, site, f"{site.base_url}a")
     site.generated_seq = 10 ** 6
@@ -271,7 +271,7 @@ def test_a_stopped_scheduler_finishes_the_run_in_hand(app, session, database_url
     session.commit()
     env = {**os.environ, "DATABASE_URL": database_url, "SECRET_KEY": "test",
            "INSTANCE_PATH": app.config["INSTANCE_PATH"], "SITEMAPS_DIR": app.config["SITEMAPS_DIR"],
-           "SCHEDULER_TICK_SECONDS": "1"}
+           "SCHEDULER_TICK_SECONDS": "1", "OUTBOUND_ALLOW": "127.0.0.1"}
     process = subprocess.Popen([sys.executable, "-m", "flask", "--app", "webapp", "scheduler",
                                 "run"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -304,7 +304,7 @@ def test_two_scheduler_processes_never_do_the_same_work_twice(app, session, engi
     session.commit()
     env = {**os.environ, "DATABASE_URL": database_url, "SECRET_KEY": "test",
            "INSTANCE_PATH": app.config["INSTANCE_PATH"], "SITEMAPS_DIR": app.config["SITEMAPS_DIR"],
-           "SCHEDULER_TICK_SECONDS": "1"}
+           "SCHEDULER_TICK_SECONDS": "1", "OUTBOUND_ALLOW": "127.0.0.1"}
     processes = [subprocess.Popen([sys.executable, "-m", "flask", "--app", "webapp", "scheduler",
                                    "run"], env=env, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.PIPE) for _ in range(2)]

@@ -6,6 +6,7 @@ never touch the process environment. Every variable here is documented in README
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import secrets
@@ -68,6 +69,29 @@ def env_url(name: str, default: str, environ: Mapping[str, str] = os.environ) ->
     if not re.fullmatch(r"https?://[^\s/?#]+(/\S*)?", value):
         raise ConfigError(f"{name}={value!r} is not an http:// or https:// URL")
     return value
+
+
+def parse_networks(value: str | tuple | list) -> tuple:
+    """`127.0.0.1,10.0.0.0/8,::1` as IP networks; ValueError names a part that is not one."""
+    parts = value.split(",") if isinstance(value, str) else value
+    found = []
+    for part in parts:
+        if isinstance(part, str) and not part.strip():
+            continue
+        try:
+            found.append(ipaddress.ip_network(part.strip() if isinstance(part, str) else part,
+                                              strict=False))
+        except ValueError:
+            raise ValueError(f"{part!r} is not an IP address or network") from None
+    return tuple(found)
+
+
+def env_networks(name: str, environ: Mapping[str, str] = os.environ) -> tuple:
+    try:
+        return parse_networks(env_str(name, "", environ))
+    except ValueError as exc:
+        raise ConfigError(f"{name}: {exc} (write addresses or networks separated by commas, "
+                          "e.g. 127.0.0.1,10.0.0.0/8)") from None
 
 
 def normalize_database_url(url: str) -> str:
@@ -172,6 +196,9 @@ def load(overrides: Mapping[str, object] | None = None, environ: Mapping[str, st
         # Requests a minute per API token, counted in the database (shared by all workers).
         settings["API_RATE_LIMIT"] = env_int("API_RATE_LIMIT", 600, minimum=1, maximum=1_000_000,
                                              environ=environ)
+    if "OUTBOUND_ALLOW" not in overrides:
+        # Non-public networks the server may send requests to (engines, imports, pre-flight).
+        settings["OUTBOUND_ALLOW"] = env_networks("OUTBOUND_ALLOW", environ)
     if "PORT" not in overrides:
         settings["PORT"] = env_int("PORT", 5000, minimum=1, maximum=65535, environ=environ)
     settings.update(overrides)

@@ -1,23 +1,43 @@
-"""Every request this server sends out (announcements, pre-flight checks, imports from a URL):
-one module with the rules they all follow, and the error that says whether a retry can help.
+"""Every request this server sends out (announcements, pre-flight checks, imports from a URL,
+Search Console's token): one module with the rules they all follow, and the error that says
+whether a retry can help.
 
-Requests are sent to configured addresses only: redirects are never followed, a user name or
-password in a URL is refused, and each request has a deadline and a cap on what it reads."""
+- Only addresses the operator allows: a name is resolved and every address it has must be a
+  public one (not loopback, private, link-local, multicast or reserved) unless it is in
+  OUTBOUND_ALLOW; the connection is made to the address that was checked, so a name that
+  resolves differently a moment later (DNS rebinding) changes nothing.
+- A total deadline per request, whatever the peer does: a server that drips a byte a second
+  has its connection shut when the time is up.
+- Redirects are never followed, a user name or password in a URL is refused, proxies and
+  credentials from the environment are ignored, and what is read of an answer is capped.
+"""
 
 from __future__ import annotations
 
+import contextvars
 import email.utils
+import ipaddress
+import socket
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
+import google.auth.exceptions
 import google.auth.transport.requests
 import requests
 import urllib3
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
+from webapp.config import parse_networks
 from webapp.errors import InvalidValue
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 USER_AGENT = "sitemap-dashboard/0.1 (self-hosted; announces sitemap changes)"
 MAX_BODY = 1 << 20  # read at most this much of an answer: enough for robots.txt or an error
@@ -71,7 +91,173 @@ def retry_after_seconds(value: str | None, now: datetime | None = None) -> float
     return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
-def send(method: str, url: str, *, timeout: float, meanings: Mapping[int, str] | None = None,
+@dataclass(frozen=True)
+class Policy:
+    """What one request may do: its total deadline, and the non-public networks it may reach."""
+
+    timeout: float
+    allow: tuple[Network, ...] = ()
+
+    @classmethod
+    def of(cls, config: Mapping) -> Policy:
+        """The policy of the app's settings: NOTIFY_TIMEOUT and OUTBOUND_ALLOW."""
+        return cls(config["NOTIFY_TIMEOUT"], parse_networks(config.get("OUTBOUND_ALLOW", ())))
+
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def refusal(ip: Address, allow: tuple[Network, ...]) -> str | None:
+    """Why the server does not send to `ip`, or None: it is public, or the operator allows it."""
+    seen = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped else ip
+    if any(seen in network for network in allow if network.version == seen.version):
+        return None
+    for kind, test in (("loopback", seen.is_loopback), ("link-local", seen.is_link_local),
+                       ("multicast", seen.is_multicast), ("private", seen.is_private),
+                       ("reserved", seen.is_reserved or seen.is_unspecified)):
+        if test:
+            return f"a {kind} address"
+    return None if seen.is_global else "not a public address"
+
+
+_current: contextvars.ContextVar[_Request] = contextvars.ContextVar("outbound_request")
+
+
+class _Request:
+    """One request in flight: its policy, the sockets it opened, and the watch on its deadline
+    that shuts them when the time is up (a blocked read then returns at once)."""
+
+    def __init__(self, policy: Policy, seconds: float):
+        self.policy, self.ends = policy, time.monotonic() + seconds
+        self.refused: str | None = None
+        self.expired = False
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def remaining(self) -> float:
+        return max(0.0, self.ends - time.monotonic())
+
+    def opened(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+            if self.expired:
+                _shut(sock)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._sockets:
+                _shut(sock)
+
+    def __enter__(self) -> _Request:
+        self._token = _current.set(self)
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._timer.cancel()
+        _current.reset(self._token)
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # closed already
+
+
+def _checked_address(host: str, port: int, request: _Request) -> tuple:
+    """The address to connect to: every address the name has must be allowed (else one that
+    is not could be chosen), and the one connected to is the one checked."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    for *_, sockaddr in infos:
+        reason = refusal(ipaddress.ip_address(sockaddr[0].split("%")[0]), request.policy.allow)
+        if reason:
+            request.refused = (f"{host} is {sockaddr[0]}, {reason}; the server sends nothing "
+                               "there unless the operator allows it (OUTBOUND_ALLOW)")
+            raise OSError(request.refused)
+    return infos[0]
+
+
+class _Guarded:
+    """urllib3's connection, connecting only to a checked address, within the deadline."""
+
+    def _new_conn(self) -> socket.socket:
+        request = _current.get(None)
+        if request is None:  # every session made here sets one; nothing else may use these
+            raise OSError("an outbound connection outside webapp.outbound")
+        family, kind, protocol, _, sockaddr = _checked_address(self._dns_host, self.port,
+                                                               request)
+        sock = socket.socket(family, kind, protocol)
+        request.opened(sock)
+        try:
+            for option in self.socket_options or ():
+                sock.setsockopt(*option)
+            sock.settimeout(min(self.timeout or request.policy.timeout, request.remaining()))
+            sock.connect(sockaddr)
+        except OSError as exc:
+            sock.close()
+            if isinstance(exc, TimeoutError):
+                raise urllib3.exceptions.ConnectTimeoutError(self, f"connect to {self.host} "
+                                                             "timed out") from exc
+            raise urllib3.exceptions.NewConnectionError(self, str(exc)) from exc
+        return sock
+
+
+class _GuardedHTTP(_Guarded, HTTPConnection):
+    pass
+
+
+class _GuardedHTTPS(_Guarded, HTTPSConnection):
+    pass
+
+
+class _GuardedHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _GuardedHTTP
+
+
+class _GuardedHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _GuardedHTTPS
+
+
+def _session() -> requests.Session:
+    """A session whose every connection goes through the guard, with nothing from the
+    environment (proxies, .netrc). Callers pass allow_redirects=False."""
+    session = requests.Session()
+    session.trust_env = False
+    session.headers["User-Agent"] = USER_AGENT
+    adapter = HTTPAdapter(max_retries=0)
+    adapter.poolmanager.pool_classes_by_scheme = {"http": _GuardedHTTPPool,
+                                                  "https": _GuardedHTTPSPool}
+    for scheme in ("http://", "https://"):
+        session.mount(scheme, adapter)
+    return session
+
+
+@contextmanager
+def _guarded(policy: Policy, url: str,
+             seconds: float) -> Iterator[tuple[requests.Session, _Request]]:
+    """A session and the request's watch, for one request to `url` within `seconds`."""
+    if not is_http_url(url):
+        raise OutboundError(f"{url!r} is not an http:// or https:// URL without a user name or "
+                            "password", permanent=True)
+    with _Request(policy, seconds) as request, _session() as session:
+        yield session, request
+
+
+def _failure(exc: Exception, request: _Request, url: str, seconds: float) -> OutboundError:
+    """What went wrong, in words a site owner can act on."""
+    if request.refused:
+        return OutboundError(request.refused, permanent=True)
+    if request.expired or _timed_out(exc):
+        return OutboundError(f"no answer within {seconds:g} s; will try again")
+    return OutboundError(f"could not connect to {address(url)}: {_reason(exc)}; "
+                         "will try again")
+
+
+def send(method: str, url: str, policy: Policy, *, meanings: Mapping[int, str] | None = None,
          json: object = None, headers: Mapping[str, str] | None = None) -> Answer:
     """Send one request and return the answer when it is a success (2xx).
 
@@ -80,19 +266,15 @@ def send(method: str, url: str, *, timeout: float, meanings: Mapping[int, str] |
     the app only talks to addresses that someone configured.
     """
     meanings = meanings or {}
-    deadline = time.monotonic() + timeout  # for the body, which a server could drip forever
-    try:
-        with requests.request(method, url, json=json, timeout=timeout, allow_redirects=False,
-                              stream=True, headers={"User-Agent": USER_AGENT, **(headers or {})}
-                              ) as response:
-            body = _read(response, deadline)
-    except requests.RequestException as exc:
-        if _timed_out(exc):
-            raise OutboundError(f"no answer within {timeout:g} s; will try again") from None
-        raise OutboundError(f"could not connect to {address(url)}: {_reason(exc)}; "
-                            "will try again") from None
-    except TimeoutError:
-        raise OutboundError(f"the answer took longer than {timeout:g} s; will try again") from None
+    with _guarded(policy, url, policy.timeout) as (session, request):
+        try:
+            with session.request(method, url, json=json, timeout=policy.timeout,
+                                 allow_redirects=False, stream=True, headers=headers) as response:
+                body = _read(response)
+        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
+            raise _failure(exc, request, url, policy.timeout) from None
+        if request.expired:  # cut off at the deadline: what was read may look complete
+            raise _failure(TimeoutError(), request, url, policy.timeout)
     status = response.status_code
     meaning = meanings.get(status) or _generic_meaning(response)
     if 200 <= status < 300:
@@ -102,46 +284,57 @@ def send(method: str, url: str, *, timeout: float, meanings: Mapping[int, str] |
                         retry_after=retry_after_seconds(response.headers.get("Retry-After")))
 
 
-def fetch(url: str, *, timeout: float, max_bytes: int) -> bytes:
-    """GET a file (a sitemap to import) through the same rules: no redirects, bounded size."""
-    deadline = time.monotonic() + 10 * timeout
-    try:
-        with requests.get(url, timeout=timeout, allow_redirects=False, stream=True,
-                          headers={"User-Agent": USER_AGENT}) as response:
-            if response.status_code != 200:
-                raise OutboundError(_generic_meaning(response), status=response.status_code,
-                                    permanent=True)
-            data = bytearray()
-            for chunk in response.raw.stream(65536, decode_content=False):
-                data += chunk
-                if len(data) > max_bytes:
-                    raise OutboundError(f"{url} is larger than {max_bytes} bytes", permanent=True)
-                if time.monotonic() > deadline:
-                    raise OutboundError(f"{url} took too long to download")
-            return bytes(data)
-    except (requests.RequestException, urllib3.exceptions.HTTPError, ValueError) as exc:
-        raise OutboundError(f"could not fetch {address(url)}: {_reason(exc)}") from None
+def fetch(url: str, policy: Policy, *, max_bytes: int) -> bytes:
+    """GET a file (a sitemap to import) through the same rules, within ten times the policy's
+    deadline (a file may be 50 MB), refusing one larger than `max_bytes`."""
+    seconds = 10 * policy.timeout
+    with _guarded(policy, url, seconds) as (session, request):
+        try:
+            with session.get(url, timeout=policy.timeout, allow_redirects=False,
+                             stream=True) as response:
+                if response.status_code != 200:
+                    raise OutboundError(_generic_meaning(response), status=response.status_code,
+                                        permanent=True)
+                data = bytearray()
+                for chunk in response.raw.stream(65536, decode_content=False):
+                    data += chunk
+                    if len(data) > max_bytes:
+                        raise OutboundError(f"{url} is larger than {max_bytes} bytes",
+                                            permanent=True)
+        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError,
+                ValueError) as exc:
+            raise _failure(exc, request, url, seconds) from None
+        if request.expired:
+            raise _failure(TimeoutError(), request, url, seconds)
+        return bytes(data)
 
 
 class _TokenRequest(google.auth.transport.requests.Request):
-    """google-auth's transport with a deadline on every request it makes."""
+    """google-auth's transport on this module's rules: each request it makes is guarded and has
+    the policy's deadline."""
 
-    def __init__(self, session: requests.Session, timeout: float):
+    def __init__(self, policy: Policy):
+        session = _session()
+        session.max_redirects = 0  # google-auth follows redirects: make any one an error
         super().__init__(session)
-        self.timeout = timeout
+        self.policy = policy
 
     def __call__(self, url, method="GET", body=None, headers=None, timeout=None, **kwargs):
-        return super().__call__(url, method, body, headers, timeout=self.timeout, **kwargs)
+        with _Request(self.policy, self.policy.timeout) as request:
+            try:
+                return super().__call__(url, method, body, headers, timeout=self.policy.timeout,
+                                        **kwargs)
+            except google.auth.exceptions.TransportError as exc:
+                if request.refused or request.expired:
+                    raise google.auth.exceptions.TransportError(
+                        _failure(exc, request, url, self.policy.timeout).meaning) from None
+                raise
 
 
-def token_transport(timeout: float) -> google.auth.transport.requests.Request:
-    """The transport google-auth gets an access token over: the deadline, our User-Agent, and
-    no redirects (the signed grant goes to the token address and nowhere else). Close its
-    `session` when done."""
-    session = requests.Session()
-    session.max_redirects = 0
-    session.headers["User-Agent"] = USER_AGENT
-    return _TokenRequest(session, timeout)
+def token_transport(policy: Policy) -> google.auth.transport.requests.Request:
+    """The transport google-auth gets an access token over (the signed grant goes to the
+    token address and nowhere else: no redirects). Close its `session` when done."""
+    return _TokenRequest(policy)
 
 
 def _timed_out(exc: requests.RequestException) -> bool:
@@ -191,14 +384,12 @@ def address(url: str) -> str:
         return "an address that cannot be read"
 
 
-def _read(response: requests.Response, deadline: float) -> str:
+def _read(response: requests.Response) -> str:
     data = b""
     for chunk in response.iter_content(65536):
         data += chunk
         if len(data) >= MAX_BODY:
             break
-        if time.monotonic() > deadline:
-            raise TimeoutError
     try:
         return data[:MAX_BODY].decode(response.encoding or "utf-8", "replace")
     except LookupError:  # a charset Python does not know: the status is what matters

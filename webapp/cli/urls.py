@@ -13,6 +13,7 @@ from sqlalchemy import select
 from webapp.cli import friendly_errors
 from webapp.db import session_scope
 from webapp.models import Url
+from webapp.outbound import Policy
 from webapp.protocol import CHANGEFREQS
 from webapp.sites import find_site
 from webapp.urls import delete_url, fetch_source, import_urls, open_import, save_url
@@ -64,17 +65,17 @@ def urls_import(site_ref, source):
     its position) and reason, and the command exits with status 1 when any was rejected. A
     sitemap that cannot be read is refused whole.
     """
-    timeout = current_app.config["NOTIFY_TIMEOUT"]
+    policy = Policy.of(current_app.config)
     with session_scope() as session:
         site = find_site(session, site_ref)
         if re.match(r"https?://", source):
-            data, name, source_url = fetch_source(site, source, timeout), source, source
+            data, name, source_url = fetch_source(site, source, policy), source, source
         else:
             data, name, source_url = Path(source), Path(source).name, None
             if not data.is_file():
                 raise click.BadParameter(f"{source} is not a file or an http(s) URL",
                                          param_hint="FILE")
-        with open_import(data, name, site.base_url, source_url, timeout) as stream:
+        with open_import(data, name, site.base_url, source_url, policy) as stream:
             report = import_urls(session, site, stream)
     click.echo(report.summary())
     for line, reason in report.rejections:

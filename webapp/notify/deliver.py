@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import random
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 
 from flask import Flask, current_app
@@ -18,15 +20,17 @@ from sqlalchemy.orm import Session
 
 from webapp.db import new_session
 from webapp.errors import NotFound
-from webapp.models import Site, utcnow
+from webapp.models import Delivery, Site, utcnow
 from webapp.notify import gsc, indexnow, ledger, ping
-from webapp.outbound import OutboundError
+from webapp.outbound import OutboundError, address
 
 log = logging.getLogger(__name__)
 
 # Every engine, in the order its records are planned. Each module says what it announces
-# (`ANNOUNCES`: changed URLs or the sitemap) and sends one record with `deliver`.
+# (`ANNOUNCES`: changed URLs or the sitemap), where a record goes (`destination`) and sends
+# one record with `deliver`.
 ENGINES = {"indexnow": indexnow, "gsc": gsc, "ping": ping}
+MAX_LANES = 16  # destination hosts sent to at once by one deliver()
 
 
 def announce(site_id: int, app: Flask | None = None, now: datetime | None = None) -> list[int]:
@@ -66,18 +70,47 @@ def deliver(app: Flask | None = None, now: datetime | None = None, site_id: int 
             hold: frozenset[str] = frozenset(), only: frozenset[int] | None = None,
             rng: random.Random | None = None) -> list[int]:
     """Make one attempt at every record that is due (of a site, not of held engines, only
-    some); ids of the records attempted."""
+    some); ids of the records attempted.
+
+    Records go out in one lane per destination host, the lanes side by side: an engine that
+    answers slowly (up to the deadline of each request) holds back only its own records.
+    """
     app = app or current_app
+    app = getattr(app, "_get_current_object", lambda: app)()  # the lanes run in threads
     config = app.config
     lease = delivery_lease(config)
     attempted: list[int] = []
     with new_session(app) as session:
         while ids := [i for i in ledger.due(session, now or utcnow(), lease, site_id, hold, only)
                       if i not in attempted]:
-            for delivery_id in ids:
-                attempted.append(delivery_id)
-                _attempt(session, delivery_id, config, now, lease, rng)
+            attempted.extend(ids)
+            lanes = list(_lanes(session, ids, config).values())
+            session.rollback()  # hold no transaction while the lanes run
+            with ThreadPoolExecutor(min(len(lanes), MAX_LANES),
+                                    thread_name_prefix="deliver") as pool:
+                for done in [pool.submit(_send_lane, app, lane, now, lease, rng)
+                             for lane in lanes]:
+                    done.result()
     return attempted
+
+
+def _lanes(session: Session, ids: list[int], config: dict) -> dict[str, list[int]]:
+    """The records by the host they will be sent to, in the order they are due."""
+    lanes: dict[str, list[int]] = defaultdict(list)
+    for delivery_id in ids:
+        delivery = session.get(Delivery, delivery_id)
+        site = session.get(Site, delivery.site_id) if delivery is not None else None
+        where = address(ENGINES[delivery.engine].destination(site, delivery, config)) \
+            if site is not None else ""
+        lanes[where].append(delivery_id)
+    return lanes
+
+
+def _send_lane(app: Flask, ids: list[int], now: datetime | None, lease: timedelta,
+               rng: random.Random | None) -> None:
+    with new_session(app) as session:
+        for delivery_id in ids:
+            _attempt(session, delivery_id, app.config, now, lease, rng)
 
 
 def _attempt(session: Session, delivery_id: int, config: dict, now: datetime | None,

@@ -18,7 +18,7 @@ from google.oauth2 import service_account
 
 from webapp.errors import InvalidValue
 from webapp.models import Delivery, Site
-from webapp.outbound import Answer, OutboundError, endpoint_check, send, token_transport
+from webapp.outbound import Answer, OutboundError, Policy, endpoint_check, send, token_transport
 
 ANNOUNCES = "sitemap"  # the sitemap URL, once per generation that changed it
 SCOPES = ["https://www.googleapis.com/auth/webmasters"]
@@ -92,6 +92,10 @@ def submit_url(site: Site, config: dict) -> str:
             f"/sitemaps/{quote(site.sitemap_url, safe='')}")
 
 
+def destination(site: Site, delivery: Delivery, config: dict) -> str:
+    return submit_url(site, config) if site.gsc_property else config["GSC_ENDPOINT"]
+
+
 def deliver(site: Site, delivery: Delivery, config: dict) -> Answer:
     """PUT the site's sitemap URL to the property."""
     if not (site.gsc_property and site.gsc_credentials):
@@ -101,10 +105,10 @@ def deliver(site: Site, delivery: Delivery, config: dict) -> Answer:
         credentials = _cached_credentials(site.gsc_credentials)
     except (OSError, InvalidValue) as exc:
         raise OutboundError(f"gsc_credentials: {exc}", permanent=True) from None
-    timeout = config["NOTIFY_TIMEOUT"]
+    policy = Policy.of(config)
     if not credentials.valid:
         try:
-            transport = token_transport(timeout)
+            transport = token_transport(policy)
             with _lock, transport.session:
                 credentials.refresh(transport)
         except google.auth.exceptions.RefreshError as exc:
@@ -116,5 +120,5 @@ def deliver(site: Site, delivery: Delivery, config: dict) -> Answer:
     meanings = {status: text.format(property=site.gsc_property,
                                     account=credentials.service_account_email)
                 for status, text in MEANINGS.items()}
-    return send("PUT", delivery.target, meanings=meanings, timeout=timeout,
+    return send("PUT", delivery.target, policy, meanings=meanings,
                 headers={"Authorization": f"Bearer {credentials.token}"})

@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 
 from webapp.errors import InvalidValue
 from webapp.models import Delivery, Site, new_indexnow_key
-from webapp.outbound import Answer, OutboundError, endpoint_check, send
+from webapp.outbound import Answer, OutboundError, Policy, endpoint_check, send
 from webapp.protocol import directory
 
 ANNOUNCES = "urls"  # the URLs that changed, planned from the change log
@@ -83,6 +83,10 @@ def endpoint(site: Site, config: dict) -> str:
     return site.indexnow_endpoint or config["INDEXNOW_ENDPOINT"]
 
 
+def destination(site: Site, delivery: Delivery, config: dict) -> str:
+    return endpoint(site, config)
+
+
 def deliver(site: Site, delivery: Delivery, config: dict) -> Answer:
     """Send the delivery's URLs (at most MAX_URLS, split so when planned) in one POST."""
     if not site.indexnow_enabled:
@@ -92,6 +96,5 @@ def deliver(site: Site, delivery: Delivery, config: dict) -> Answer:
     delivery.target = endpoint(site, config)
     meanings = {status: text.format(key_location=key_location(site), host=host(site))
                 for status, text in MEANINGS.items()}
-    return send("POST", delivery.target, json=payload(site, urls), meanings=meanings,
-                timeout=config["NOTIFY_TIMEOUT"],
+    return send("POST", delivery.target, Policy.of(config), json=payload(site, urls), meanings=meanings,
                 headers={"Content-Type": "application/json; charset=utf-8"})

@@ -11,7 +11,7 @@ from urllib.parse import quote, urlsplit
 
 from webapp.errors import InvalidValue
 from webapp.models import Delivery, Site
-from webapp.outbound import Answer, is_http_url, send
+from webapp.outbound import Answer, Policy, is_http_url, send
 
 ANNOUNCES = "sitemap"  # the sitemap URL, once per generation that changed it
 RETIRED = re.compile(r"(^|\.)(google|bing)\.com$")
@@ -55,5 +55,9 @@ def check_templates(value: str | list[str]) -> str | None:
 SETTINGS = {"ping_urls": check_templates}
 
 
+def destination(site: Site, delivery: Delivery, config: dict) -> str:
+    return delivery.target
+
+
 def deliver(site: Site, delivery: Delivery, config: dict) -> Answer:
-    return send("GET", delivery.target, timeout=config["NOTIFY_TIMEOUT"])
+    return send("GET", delivery.target, Policy.of(config))

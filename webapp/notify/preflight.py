@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from webapp.models import Site
 from webapp.notify import indexnow
-from webapp.outbound import OutboundError, send
+from webapp.outbound import OutboundError, Policy, send
 from webapp.protocol import origin
 
 
@@ -20,11 +20,11 @@ class Finding:
 
 def check(site: Site, config: dict) -> list[Finding]:
     findings = []
-    timeout = config["NOTIFY_TIMEOUT"]
+    policy = Policy.of(config)
     if site.indexnow_enabled:
         url = indexnow.key_location(site)
         try:
-            body = send("GET", url, timeout=timeout).body
+            body = send("GET", url, policy).body
         except OutboundError as exc:
             findings.append(Finding("indexnow", False, f"the IndexNow key file {url} is not "
                                     f"served ({_plain(exc)}); engines answer 403 until it is"))
@@ -36,7 +36,7 @@ def check(site: Site, config: dict) -> list[Finding]:
                                         f"{site.indexnow_key} (it has {body.strip()[:40]!r})"))
     url = f"{origin(site.base_url)}/robots.txt"
     try:
-        body = send("GET", url, timeout=timeout).body
+        body = send("GET", url, policy).body
     except OutboundError as exc:
         return [*findings, Finding("", False, f"{url} cannot be fetched ({_plain(exc)}); "
                                    f"it should carry `Sitemap: {site.sitemap_url}`")]

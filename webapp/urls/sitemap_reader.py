@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from lxml import etree
 
-from webapp.outbound import OutboundError, fetch
+from webapp.outbound import OutboundError, Policy, fetch
 from webapp.urls.importing import ImportFormatError
 
 NS = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
@@ -74,7 +74,7 @@ def _elements(data: bytes, name: str) -> tuple[str, list[dict[str, str]]]:
     return root_tag.removeprefix(NS), entries
 
 
-def read_sitemap(data: bytes, name: str, allowed_hosts: set[str], timeout: float,
+def read_sitemap(data: bytes, name: str, allowed_hosts: set[str], policy: Policy,
                  get: Callable[..., bytes] = fetch) -> list[dict[str, str]]:
     """Every <url> of a sitemap, following an index one level (indexes do not nest)."""
     kind, entries = _elements(data, name)
@@ -92,7 +92,7 @@ def read_sitemap(data: bytes, name: str, allowed_hosts: set[str], timeout: float
                                     f"{' or '.join(sorted(allowed_hosts))}; only sitemaps "
                                     "there are fetched")
         try:
-            body = get(child, timeout=timeout, max_bytes=MAX_FILE_BYTES)
+            body = get(child, policy, max_bytes=MAX_FILE_BYTES)
         except OutboundError as exc:
             raise ImportFormatError(f"{child} could not be fetched: {exc.meaning}") from None
         child_kind, child_entries = _elements(body, child)
@@ -103,13 +103,13 @@ def read_sitemap(data: bytes, name: str, allowed_hosts: set[str], timeout: float
 
 
 def sitemap_stream(data: bytes, name: str, site_url: str, source_url: str | None,
-                   timeout: float) -> io.StringIO:
+                   policy: Policy) -> io.StringIO:
     """A sitemap's URLs as the CSV stream `import_urls` reads (header first)."""
     hosts = {urlsplit(site_url).netloc} | ({urlsplit(source_url).netloc} if source_url else set())
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(FIELDS)
-    for entry in read_sitemap(data, name, hosts, timeout):
+    for entry in read_sitemap(data, name, hosts, policy):
         writer.writerow([entry.get(field, "") for field in FIELDS])
     out.seek(0)
     return out

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from webapp.errors import InvalidValue
 from webapp.models import Site
-from webapp.outbound import OutboundError, fetch
+from webapp.outbound import OutboundError, Policy, fetch
 from webapp.urls.importing import ImportFormatError
 from webapp.urls.sitemap_reader import MAX_FILE_BYTES, looks_like_sitemap, sitemap_stream
 
@@ -35,18 +35,19 @@ def check_source_url(site: Site, url: str) -> None:
                            f"site's host ({' or '.join(sorted(hosts))})")
 
 
-def fetch_source(site: Site, url: str, timeout: float) -> bytes:
+def fetch_source(site: Site, url: str, policy: Policy) -> bytes:
     """The file at a sitemap's address on the site's hosts, at most MAX_FILE_BYTES."""
     check_source_url(site, url)
     try:
-        return fetch(url, timeout=timeout, max_bytes=MAX_FILE_BYTES)
+        return fetch(url, policy, max_bytes=MAX_FILE_BYTES)
     except OutboundError as exc:
-        raise ImportFormatError(f"{url}: {exc.meaning}") from None
+        raise ImportFormatError(f"{url}: {exc.meaning.removesuffix('; will try again')}") \
+            from None
 
 
 @contextmanager
 def open_import(source: Path | bytes, name: str, site_url: str, source_url: str | None,
-                timeout: float) -> Iterator[TextIO]:
+                policy: Policy) -> Iterator[TextIO]:
     """The rows to import from a file or from bytes, as the CSV text `import_urls` reads.
 
     `name` says which file in messages; `source_url`, where a fetched sitemap came from, is the
@@ -59,7 +60,7 @@ def open_import(source: Path | bytes, name: str, site_url: str, source_url: str 
         head = source[:512]
     if looks_like_sitemap(head):
         data = source.read_bytes() if isinstance(source, Path) else source
-        with sitemap_stream(data, name, site_url, source_url, timeout) as stream:
+        with sitemap_stream(data, name, site_url, source_url, policy) as stream:
             yield stream
     elif isinstance(source, Path):
         with open(source, encoding="utf-8-sig", newline="") as stream:

@@ -24,6 +24,7 @@ from sqlalchemy import select, tuple_
 from webapp.db import get_session, new_session, session_scope
 from webapp.errors import InvalidValue
 from webapp.models import Site, Url
+from webapp.outbound import Policy
 from webapp.protocol import CHANGEFREQS
 from webapp.urls import (
     ImportFormatError,
@@ -213,7 +214,7 @@ def urls_import(slug):
         try:
             with session_scope(app) as session, open_import(
                     path, source_url or "the sitemap", base_url, source_url or None,
-                    app.config["NOTIFY_TIMEOUT"]) as stream:
+                    Policy.of(app.config)) as stream:
                 report = import_urls(session, session.get(Site, site_id), stream,
                                      progress=progress)
         finally:
@@ -231,7 +232,7 @@ def _save_upload(site, upload, pasted: str, source_url: str) -> Path:
     """What to import, saved to a private temporary file before the work starts."""
     folder = Path(current_app.config["INSTANCE_PATH"]) / "uploads"
     folder.mkdir(parents=True, exist_ok=True)
-    fetched = fetch_source(site, source_url, current_app.config["NOTIFY_TIMEOUT"]) \
+    fetched = fetch_source(site, source_url, Policy.of(current_app.config)) \
         if source_url else None
     handle = tempfile.NamedTemporaryFile(dir=folder, delete=False, suffix=".import")
     try:

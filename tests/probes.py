@@ -1,0 +1,90 @@
+"""Peers that misbehave, for the security tests: a server on 127.0.0.1 that drips its answer a
+byte at a time, and a way to wait for a condition instead of a duration."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable
+
+
+def wait_for(condition: Callable[[], object], within: float = 30.0, what: str = "condition"):
+    """The condition's first true value, checked every 20 ms; AssertionError after `within` s
+    (a ceiling for a stuck test, not a duration the test relies on)."""
+    ends = time.monotonic() + within
+    while time.monotonic() < ends:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"{what} did not happen within {within} s")
+
+
+class DripServer:
+    """Answers every request with a status line and headers, then a body of `size` bytes
+    sent one byte every `interval` seconds (or, with `drip_headers`, the status line too).
+
+    It records, per connection, how many bytes it sent and whether the client hung up before
+    the answer was complete (`cut_short`): the sign that a deadline was enforced.
+    """
+
+    def __init__(self, size: int = 600, interval: float = 0.05, drip_headers: bool = False):
+        self.size, self.interval, self.drip_headers = size, interval, drip_headers
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/"
+        self.requests: list[bytes] = []
+        self.open = 0
+        self.cut_short = threading.Event()
+        self.finished = threading.Event()  # an answer was sent whole
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def __enter__(self) -> DripServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self.listener.close()
+        self._thread.join(5)
+
+    def _serve(self) -> None:
+        self.listener.settimeout(0.1)
+        while not self._stop.is_set():
+            try:
+                connection, _ = self.listener.accept()
+            except (TimeoutError, OSError):
+                continue
+            threading.Thread(target=self._answer, args=(connection,), daemon=True).start()
+
+    def _answer(self, connection: socket.socket) -> None:
+        with self._lock:
+            self.open += 1
+        try:
+            with connection:
+                connection.settimeout(5)
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    data = connection.recv(4096)
+                    if not data:
+                        return
+                    head += data
+                self.requests.append(head)
+                headers = (f"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                           f"Content-Length: {self.size}\r\n\r\n").encode()
+                if not self.drip_headers:
+                    connection.sendall(headers)
+                    headers = b""
+                for byte in headers + b"x" * self.size:
+                    if self._stop.wait(self.interval):
+                        return
+                    connection.sendall(bytes([byte]))
+                self.finished.set()
+        except OSError:  # the client shut the connection while bytes were still to come
+            self.cut_short.set()
+        finally:
+            with self._lock:
+                self.open -= 1

@@ -1,0 +1,232 @@
+"""What the server sends out, and who may steer it, held against a hostile user: each finding of
+the outside probe reproduced against a running app over real HTTP, with a recording listener
+(the fake engine) and a slow-drip server on 127.0.0.1 (tests/probes.py)."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import sys
+import threading
+
+import pytest
+import requests
+from sqlalchemy import select
+
+from tests.builders import make_site, make_urls, served
+from tests.probes import DripServer, wait_for
+from webapp import create_app, jobs, notify
+from webapp.models import Delivery, User
+from webapp.outbound import OutboundError, Policy, fetch, refusal, send
+from webapp.tokens import create_token
+from webapp.urls import save_url
+from webapp.users import create_user
+
+PASSWORD = "a long enough passphrase"
+
+
+@pytest.fixture
+def closed_app(database_url, tmp_path):
+    """An app as installed: no OUTBOUND_ALLOW, so nothing on this machine's networks is
+    reached (the fake engines listen on 127.0.0.1 and must not hear a thing)."""
+    app = create_app({"TESTING": True, "DATABASE_URL": database_url, "SECRET_KEY": "test",
+                      "INSTANCE_PATH": str(tmp_path / "instance"),
+                      "SITEMAPS_DIR": str(tmp_path / "sitemaps"),
+                      "INDEXNOW_ENDPOINT": "http://127.0.0.1:9/indexnow",
+                      "GSC_ENDPOINT": "http://127.0.0.1:9/", "NOTIFY_TIMEOUT": 2})
+    yield app
+    app.extensions["db_engine"].dispose()
+
+
+class Http:
+    """Someone using the running app over HTTP: a bearer token for the API, or a browser
+    session (with its CSRF token) for the dashboard."""
+
+    def __init__(self, base: str):
+        self.base, self.web = base, requests.Session()
+
+    def api(self, method: str, path: str, secret: str, **kwargs) -> requests.Response:
+        return self.web.request(method, f"{self.base}/api/v1{path}", timeout=30,
+                                headers={"Authorization": f"Bearer {secret}"}, **kwargs)
+
+    def csrf(self, path: str = "/sign-in") -> str:
+        page = self.web.get(self.base + path, timeout=30).text
+        return re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+
+    def sign_in(self, email: str, password: str = PASSWORD) -> requests.Response:
+        return self.web.post(f"{self.base}/sign-in", timeout=30, allow_redirects=False, data={
+            "email": email, "password": password, "csrf_token": self.csrf()})
+
+    def post(self, path: str, **data) -> requests.Response:
+        return self.web.post(self.base + path, timeout=30, allow_redirects=False,
+                             data={"csrf_token": self.csrf("/"), **data})
+
+    def task(self, answer: requests.Response, secret: str) -> dict:
+        """The finished state of an API task."""
+        assert answer.status_code == 202, answer.text
+        path = answer.headers["Location"].removeprefix(self.base).removeprefix("/api/v1")
+        return wait_for(lambda: (state := self.api("GET", path, secret).json())["status"]
+                        != "running" and state, what="the task to finish")
+
+
+def account(session, role: str, scope: str = "write", sites=None) -> str:
+    """A user of `role` (made once) and a new API token of theirs: its secret."""
+    email = f"{role}@example.com"
+    user = session.scalar(select(User).where(User.email == email)) or \
+        create_user(session, email, PASSWORD, role)
+    _, secret = create_token(session, user, "probe", scope, sites)
+    session.commit()
+    return secret
+
+
+# 2. Requests to the server's own network
+
+
+@pytest.mark.parametrize("address", [
+    "127.0.0.1", "127.8.9.10", "::1", "10.1.2.3", "172.16.0.1", "192.168.1.1",
+    "169.254.169.254", "fe80::1", "fc00::1", "224.0.0.1", "ff02::1", "0.0.0.0", "::",
+    "100.64.0.1", "240.0.0.1", "::ffff:127.0.0.1", "::ffff:169.254.169.254", "198.18.0.1"])
+def test_addresses_of_the_servers_own_networks_are_refused(address):
+    assert refusal(ipaddress.ip_address(address), ()) is not None
+
+
+@pytest.mark.parametrize("address", ["93.184.216.34", "2606:2800:220:1::1", "8.8.8.8"])
+def test_public_addresses_are_reached(address):
+    assert refusal(ipaddress.ip_address(address), ()) is None
+
+
+def test_the_operator_allows_networks_by_name():
+    allow = Policy.of({"NOTIFY_TIMEOUT": 1, "OUTBOUND_ALLOW": "127.0.0.1, 10.0.0.0/8"}).allow
+    assert refusal(ipaddress.ip_address("127.0.0.1"), allow) is None
+    assert refusal(ipaddress.ip_address("10.200.0.1"), allow) is None
+    assert refusal(ipaddress.ip_address("127.0.0.2"), allow) is not None
+    assert refusal(ipaddress.ip_address("192.168.0.1"), allow) is not None
+
+
+def test_announcements_to_the_servers_own_network_are_refused_before_connecting(
+        closed_app, engine):
+    """A write token points IndexNow and a ping at loopback names: nothing is sent, and the
+    outcome says why without a word of what answers there."""
+    engine.expect_request("/indexnow").respond_with_data("secret internal page")
+    engine.expect_request("/ping").respond_with_data("secret internal page")
+    with closed_app.extensions["db_sessionmaker"]() as session:
+        site = make_site(session, base_url="https://shop.example.com/")
+        make_urls(session, site, 2)
+        secret = account(session, "editor")
+    with served(closed_app) as base:
+        http = Http(base)
+        changed = http.api("PATCH", "/sites/shop", secret, json={
+            "indexnow_enabled": True, "indexnow_endpoint": engine.url_for("/indexnow"),
+            "ping_urls": [engine.url_for("/ping").replace("127.0.0.1", "localhost")
+                          + "?u={sitemap}"]})
+        assert changed.status_code == 200, changed.text
+        added = http.api("POST", "/sites/shop/urls", secret,
+                         json={"urls": [{"loc": "https://shop.example.com/new"}]})
+        assert added.status_code == 200, added.text
+        assert http.task(http.api("POST", "/sites/shop/generate", secret), secret)["status"] \
+            == "done"
+        assert http.task(http.api("POST", "/sites/shop/notify", secret), secret)["status"] \
+            == "done"
+        ledger = http.api("GET", "/sites/shop/announcements", secret).json()["items"]
+    assert {item["engine"] for item in ledger} == {"indexnow", "ping"}
+    for item in ledger:
+        assert item["status"] == "failed", item
+        assert "a loopback address" in item["outcome"] and "OUTBOUND_ALLOW" in item["outcome"]
+        assert "secret" not in str(item)
+    assert engine.log == []
+
+
+def test_an_import_from_an_address_on_the_servers_network_is_refused(closed_app, engine):
+    engine.expect_request("/sitemap.xml").respond_with_data("<urlset/>")
+    runner = closed_app.test_cli_runner()
+    base = engine.url_for("/")
+    assert runner.invoke(args=["sites", "create", "Local", base]).exit_code == 0
+    result = runner.invoke(args=["urls", "import", "local", f"{base}sitemap.xml"])
+    assert result.exit_code == 1 and "a loopback address" in result.output
+    assert engine.log == []
+
+
+def test_a_name_is_resolved_once_and_the_checked_address_is_the_one_connected_to(engine):
+    """No second lookup between the check and the connection, so DNS rebinding changes
+    nothing: every connection is made to the address the guard read (audit events)."""
+    engine.expect_request("/x").respond_with_data("ok")
+    seen = []
+    sys.addaudithook(lambda event, args: seen.append((event, args))
+                     if event in ("socket.getaddrinfo", "socket.connect") else None)
+    url = engine.url_for("/x").replace("127.0.0.1", "localhost")
+    seen.clear()
+    send("GET", url, Policy(5, Policy.of({"NOTIFY_TIMEOUT": 5,
+                                          "OUTBOUND_ALLOW": "127.0.0.1,::1"}).allow))
+    lookups = [args for event, args in seen if event == "socket.getaddrinfo"
+               and args[0] == "localhost"]
+    connects = [args[1] for event, args in seen if event == "socket.connect"]
+    assert len(lookups) == 1 and len(connects) == 1
+    assert connects[0][0] in ("127.0.0.1", "::1")
+
+
+def test_announcement_answers_are_shown_to_admins_only(app, session, engine):
+    engine.expect_request("/indexnow").respond_with_data("the engine's own words", status=400)
+    site = make_site(session, base_url=engine.url_for("/"), indexnow_enabled=True,
+                     indexnow_endpoint=engine.url_for("/indexnow"))
+    save_url(session, site, f"{site.base_url}a")
+    session.commit()
+    jobs.regenerate(site.id, app)
+    notify.notify_site(site.id, app)
+    for role in ("viewer", "editor", "admin"):
+        create_user(session, f"{role}@example.com", PASSWORD, role)
+    session.commit()
+    with served(app) as base:
+        pages = {}
+        for role in ("viewer", "editor", "admin"):
+            http = Http(base)
+            assert http.sign_in(f"{role}@example.com").status_code == 302
+            pages[role] = http.web.get(f"{base}/sites/shop/announcements", timeout=30).text
+    assert "400 Bad Request" in pages["viewer"]
+    assert "the engine&#39;s own words" not in pages["viewer"] + pages["editor"]
+    assert "the engine&#39;s own words" in pages["admin"]
+
+
+# 3. Deadlines that hold against a peer that drips
+
+
+@pytest.mark.parametrize("drip_headers", [False, True], ids=["body", "headers"])
+def test_a_server_dripping_its_answer_is_cut_off_at_the_deadline(drip_headers):
+    policy = Policy(1, Policy.of({"NOTIFY_TIMEOUT": 1, "OUTBOUND_ALLOW": "127.0.0.1"}).allow)
+    with DripServer(drip_headers=drip_headers) as drip:
+        with pytest.raises(OutboundError, match=r"no answer within 1 s"):
+            send("GET", drip.url, policy)
+        wait_for(drip.cut_short.is_set, what="the connection to be shut by the client")
+        assert not drip.finished.is_set()
+
+
+def test_an_import_download_that_drips_is_cut_off_at_its_deadline():
+    policy = Policy(0.2, Policy.of({"NOTIFY_TIMEOUT": 1, "OUTBOUND_ALLOW": "127.0.0.1"}).allow)
+    with DripServer() as drip:  # 600 bytes at 20 a second: 30 s, against a 2 s deadline
+        with pytest.raises(OutboundError, match=r"no answer within 2 s"):
+            fetch(drip.url, policy, max_bytes=1 << 20)
+        wait_for(drip.cut_short.is_set, what="the download to be abandoned")
+
+
+def test_a_slow_engine_holds_back_only_its_own_records(app, session, engine):
+    """Site A's engine drips (its deadline is a minute away); site B's answers at once: B is
+    delivered while A's request is still open, and neither record is sent twice."""
+    engine.expect_request("/indexnow").respond_with_data("", status=200)
+    app.config["NOTIFY_TIMEOUT"] = 60
+    with DripServer(size=6000) as drip:
+        ids = []
+        for name, endpoint in (("A", drip.url), ("B", engine.url_for("/indexnow"))):
+            site = make_site(session, name=name, base_url=f"https://{name.lower()}.example/",
+                             indexnow_enabled=True, indexnow_endpoint=endpoint)
+            save_url(session, site, f"{site.base_url}a")
+            session.commit()
+            jobs.regenerate(site.id, app)
+            ids += notify.announce(site.id, app)
+        sender = threading.Thread(target=notify.deliver, args=(app,))
+        sender.start()
+        wait_for(lambda: engine.log, what="site B's announcement while A's engine drips")
+        assert drip.open == 1 and not drip.finished.is_set()  # A's is still in flight
+    sender.join(60)  # the drip server has hung up: A's attempt ends, to be retried
+    records = {d.id: d for d in session.scalars(select(Delivery))}
+    assert records[ids[1]].status == "delivered" and records[ids[1]].attempts == 1
+    assert records[ids[0]].status == "pending" and records[ids[0]].attempts == 1
+    assert len(drip.requests) == 1 and len(engine.log) == 1
