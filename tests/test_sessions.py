@@ -45,6 +45,40 @@ def test_a_savepoint_rolled_back_keeps_the_steps_of_its_transaction(session):
     assert ran == ["step"]
 
 
+def test_a_step_waits_for_the_outer_commit_when_its_savepoint_is_released(session):
+    ran = []
+    make_site(session)
+    with session.begin_nested():
+        find_site(session, "shop").name = "Changed"
+        after_commit(session, lambda: ran.append("step"))
+    assert ran == []  # released, but the outer transaction can still roll back
+    session.rollback()
+    session.commit()
+    assert ran == []
+
+
+def test_a_step_of_a_savepoint_rolled_back_is_dropped(session):
+    ran = []
+    make_site(session)
+    savepoint = session.begin_nested()
+    after_commit(session, lambda: ran.append("inner"))
+    savepoint.rollback()
+    after_commit(session, lambda: ran.append("outer"))
+    session.commit()
+    assert ran == ["outer"]
+
+
+def test_a_session_closed_without_a_commit_forgets_its_steps(session):
+    ran = []
+    make_site(session)
+    find_site(session, "shop").name = "Changed"
+    after_commit(session, lambda: ran.append("step"))
+    session.close()
+    find_site(session, "shop").name = "Changed again"  # the same session, used again
+    session.commit()
+    assert ran == []
+
+
 def test_a_deleted_sites_files_go_only_once_the_deletion_is_committed(app, session):
     site = make_site(session)
     make_urls(session, site, 2)

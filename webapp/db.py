@@ -113,17 +113,39 @@ _STEPS = "after_commit"
 
 def after_commit(session: Session, step: Callable[[], None]) -> None:
     """Run `step()` once the session's transaction has committed, never if it rolls back: for
-    what may not happen before the data says so (removing a deleted site's files)."""
-    session.info.setdefault(_STEPS, []).append(step)
+    what may not happen before the data says so (removing a deleted site's files).
+
+    A step registered inside a savepoint is dropped if that savepoint rolls back, and waits
+    for the outermost commit if it is released.
+    """
+    transaction = session.get_nested_transaction() or session.get_transaction() \
+        or session.begin()
+    session.info.setdefault(_STEPS, []).append((transaction, step))
 
 
 @event.listens_for(Session, "after_commit")
 def _run_steps(session: Session) -> None:
-    for step in session.info.pop(_STEPS, []):
+    if session.get_nested_transaction() is not None:
+        return  # a savepoint released: the outer transaction may still roll back
+    for _, step in session.info.pop(_STEPS, []):
         step()
 
 
 @event.listens_for(Session, "after_soft_rollback")
 def _drop_steps(session: Session, previous_transaction) -> None:
-    if previous_transaction.parent is None:  # the whole transaction, not a savepoint
+    """Steps of the transaction rolled back, and of the savepoints inside it, are dropped."""
+    def inside(transaction) -> bool:
+        while transaction is not None:
+            if transaction is previous_transaction:
+                return True
+            transaction = transaction.parent
+        return False
+
+    kept = [(t, step) for t, step in session.info.get(_STEPS, []) if not inside(t)]
+    session.info[_STEPS] = kept
+
+
+@event.listens_for(Session, "after_transaction_end")
+def _forget_steps(session: Session, transaction) -> None:
+    if transaction.parent is None:  # ended without a commit (closed): nothing is to follow
         session.info.pop(_STEPS, None)

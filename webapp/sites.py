@@ -217,10 +217,7 @@ def update_site(session: Session, site: Site, changes: Mapping[str, str]) -> str
         if outside:
             raise InvalidValue("base_url", base_url, f"would leave {outside} stored URLs outside "
                                "the site; delete them first or choose a wider base URL")
-    notify.check_key_location(base_url, sitemap_url,
-                              values.get("indexnow_key_location", site.indexnow_key_location))
-    if values.get("indexnow_enabled") and not site.indexnow_enabled and site.id is not None:
-        notify.start_from_now(session, site.id, "indexnow")
+    notify.apply_settings(session, site, values, base_url, sitemap_url)
     values["base_url"], values["sitemap_url"] = base_url, sitemap_url
     if {"schedule", "timezone"} & set(values) or site.id is None:
         values["next_run_at"] = next_run(values.get("schedule", site.schedule or DEFAULT_SCHEDULE),

@@ -2,17 +2,31 @@
 
 One module per engine (`indexnow`, `gsc`, `ping`), each with its settings' rules and its
 `deliver`; the ledger of every announcement (`ledger`); the loop that plans and sends
-(`deliver`); and the pre-flight check of what engines will fetch (`preflight`). Others use the
+(`delivery`); and the pre-flight check of what engines will fetch (`preflight`). Others use the
 names below.
 """
 
+from collections.abc import Mapping
+
+from sqlalchemy.orm import Session
+
+from webapp.models import Site
 from webapp.notify import gsc, indexnow, ping, preflight
-from webapp.notify.deliver import ENGINES, announce, deliver, delivery_lease, notify_site
-from webapp.notify.indexnow import check_key_location
-from webapp.notify.ledger import retry, start_from_now
+from webapp.notify.delivery import ENGINES, announce, deliver, delivery_lease, notify_site
+from webapp.notify.ledger import retry
 
 # The rules of the site settings that belong to an engine, by setting name.
 SETTINGS = {**indexnow.SETTINGS, **gsc.SETTINGS, **ping.SETTINGS}
 
-__all__ = ["ENGINES", "SETTINGS", "announce", "check_key_location", "deliver", "delivery_lease",
-           "notify_site", "preflight", "retry", "start_from_now"]
+
+def apply_settings(session: Session, site: Site, values: Mapping[str, object], base_url: str,
+                   sitemap_url: str) -> None:
+    """Each engine's rules for a site's settings taken together (InvalidValue), and what it
+    does when they change; called before the validated `values` are set on `site`."""
+    for engine in ENGINES.values():
+        if hasattr(engine, "apply_settings"):
+            engine.apply_settings(session, site, values, base_url, sitemap_url)
+
+
+__all__ = ["ENGINES", "SETTINGS", "announce", "apply_settings", "deliver", "delivery_lease",
+           "notify_site", "preflight", "retry"]

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from urllib.parse import urlsplit
+
+from sqlalchemy.orm import Session
 
 from webapp.errors import InvalidValue
 from webapp.models import Delivery, Site, new_indexnow_key
+from webapp.notify.ledger import start_from_now
 from webapp.outbound import Answer, OutboundError, Policy, endpoint_check, send
 from webapp.protocol import directory
 
@@ -41,8 +45,18 @@ def check_key(value: str) -> str:
 SETTINGS = {"indexnow_key": check_key, "indexnow_endpoint": endpoint_check("indexnow_endpoint")}
 
 
-def check_key_location(base_url: str, sitemap_url: str, location: str) -> None:
-    """A key beside the sitemap covers only URLs under the sitemap's folder."""
+def apply_settings(session: Session, site: Site, values: Mapping[str, object], base_url: str,
+                   sitemap_url: str) -> None:
+    """The rules of the site's settings taken together, before `values` are set: a key beside
+    the sitemap must cover the site's pages; turned on, IndexNow hears of changes from now on,
+    not of every URL the site ever had."""
+    _check_key_location(base_url, sitemap_url,
+                        values.get("indexnow_key_location", site.indexnow_key_location))
+    if values.get("indexnow_enabled") and not site.indexnow_enabled and site.id is not None:
+        start_from_now(session, site.id, "indexnow")
+
+
+def _check_key_location(base_url: str, sitemap_url: str, location: str) -> None:
     if location == "sitemap":
         folder = directory(sitemap_url)
         if not base_url.startswith(folder):

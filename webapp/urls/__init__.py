@@ -1,11 +1,11 @@
 """Incoming URLs, however they arrive: one edited in a form or on the command line (`edit`),
 many at once from a content system (`bulk`), a CSV file or list (`importing`, whose rows are
-checked by `rows`, in a worker process for large files), an existing sitemap (`sitemap_reader`),
+checked by `csv_rows`, in a worker process for large files), an existing sitemap (`sitemap_reader`),
 fetched or uploaded (`sources`); the change log every write feeds (`changes`); and what a site
 owner should hear about a site's URLs (`health`).
 
 Others use the names below. Each is loaded from its module on first use (PEP 562), so that the
-worker process of a large import, which needs `rows` alone, loads none of the database layer.
+worker process of a large import, which needs `csv_rows` alone, loads none of the database layer.
 """
 
 from __future__ import annotations
@@ -26,7 +26,10 @@ _HOMES = {
 
 _MODULES = ("health",)  # used as a whole: health.warnings(...)
 
-__all__ = [*_MODULES, *sorted(_HOMES)]
+__all__ = ["COLUMNS", "ITEM_FIELDS", "ImportFormatError", "ImportReport", "MAX_ITEMS",
+           "SyncReport", "changed_locs", "check_url", "committed_change_seq", "delete_locs",
+           "delete_url", "delete_urls", "fetch_source", "health", "import_urls",
+           "next_change_seq", "open_import", "save_url", "starting_with", "upsert_urls"]
 
 
 def __getattr__(name: str) -> object:

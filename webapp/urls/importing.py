@@ -27,7 +27,7 @@ from webapp.errors import InvalidValue
 from webapp.models import Site, Url
 from webapp.protocol import FIELD_RULES
 from webapp.urls.changes import next_change_seq
-from webapp.urls.rows import validate_text
+from webapp.urls.csv_rows import validate_text
 
 COLUMNS = ("loc", *FIELD_RULES)
 CHUNK_CHARS = 512 * 1024  # about 5,000 rows: one existence query and one executemany each

@@ -19,6 +19,7 @@ from sqlalchemy import event, inspect, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import ORMExecuteState, Session, sessionmaker
 
+from webapp.db import after_commit
 from webapp.models import Site
 from webapp.protocol import DEFAULT_PORTS, directory, origin
 
@@ -95,6 +96,7 @@ class SiteRoutes:
         self._sessions, self._ttl = sessions, ttl
         self._lock = threading.Lock()
         self._loaded_at = float("-inf")
+        self._version = 0  # moved on by invalidate(): a reload that began before is stale
         self._by_slug: dict[str, SiteRoute] = {}
         self._by_sitemap_origin: dict[str, list[SiteRoute]] = {}
         self._by_site_origin: dict[str, list[SiteRoute]] = {}
@@ -105,6 +107,7 @@ class SiteRoutes:
         with self._lock:
             if time.monotonic() - self._loaded_at < self._ttl:
                 return
+            version = self._version
             try:
                 with self._sessions() as session:
                     routes = [_route(site)
@@ -120,21 +123,29 @@ class SiteRoutes:
                 by_site[route.site_origin].append(route)
             self._by_slug = {route.slug: route for route in routes}
             self._by_sitemap_origin, self._by_site_origin = dict(by_sitemap), dict(by_site)
-            self._loaded_at = time.monotonic()
+            # A change committed while the sites were read may be missing: read again next time.
+            self._loaded_at = time.monotonic() if version == self._version else float("-inf")
 
     def invalidate(self) -> None:
+        self._version += 1
         self._loaded_at = float("-inf")
 
     def watch(self) -> None:
-        """Rebuild the table after any commit, by a session of this table's, that added, removed
-        or re-addressed a site: this process serves the change from its next request."""
-        event.listen(self._sessions, "after_flush", _note_site_changes)
-        event.listen(self._sessions, "do_orm_execute", _note_site_deletes)
-        event.listen(self._sessions, "after_commit", self._after_commit)
+        """Rebuild the table after any commit, by a session of this table's, that added,
+        removed or re-addressed a site: this process serves the change from its next request."""
 
-    def _after_commit(self, session: Session) -> None:
-        if session.info.pop(_CHANGED, False):
-            self.invalidate()
+        def flushed(session: Session, _context) -> None:
+            if _changes_sites(session):
+                after_commit(session, self.invalidate)
+
+        def executed(state: ORMExecuteState) -> None:
+            # A site deleted by a DELETE statement (sites.delete_site), not the unit of work.
+            if state.is_delete and state.bind_mapper is not None \
+                    and state.bind_mapper.class_ is Site:
+                after_commit(state.session, self.invalidate)
+
+        event.listen(self._sessions, "after_flush", flushed)
+        event.listen(self._sessions, "do_orm_execute", executed)
 
     def by_slug(self, slug: str) -> SiteRoute | None:
         self._fresh()
@@ -157,18 +168,9 @@ class SiteRoutes:
         return self._by_site_origin.get(request_origin, [])
 
 
-_CHANGED = "site_routes_changed"
-
-
-def _note_site_changes(session: Session, _context) -> None:
-    for site in (*session.new, *session.deleted, *session.dirty):
-        if isinstance(site, Site) and (site in session.new or site in session.deleted or any(
-                inspect(site).attrs[name].history.has_changes() for name in ROUTE_COLUMNS)):
-            session.info[_CHANGED] = True
-            return
-
-
-def _note_site_deletes(state: ORMExecuteState) -> None:
-    """A site deleted by a DELETE statement (sites.delete_site) rather than by the unit of work."""
-    if state.is_delete and state.bind_mapper is not None and state.bind_mapper.class_ is Site:
-        state.session.info[_CHANGED] = True
+def _changes_sites(session: Session) -> bool:
+    """Whether the flush added or removed a site, or changed a column its route is made of."""
+    return any(isinstance(site, Site) and (
+        site in session.new or site in session.deleted or any(
+            inspect(site).attrs[name].history.has_changes() for name in ROUTE_COLUMNS))
+        for site in (*session.new, *session.deleted, *session.dirty))
