@@ -296,6 +296,7 @@ def test_an_engine_down_for_an_hour_gets_every_change_once_after_backing_off(
         outage.handler("gsc"))
     engine.expect_request("/ping").respond_with_handler(outage.handler("ping"))
 
+    app.config["GSC_ENDPOINT"] = engine.url_for("/")  # the operator's override: tokens go there
     site = make_site(session, base_url=engine.url_for("/"), indexnow_enabled=True,
                      indexnow_key=KEY, indexnow_endpoint=engine.url_for("/indexnow"),
                      gsc_property="sc-domain:example.com",

@@ -359,6 +359,7 @@ def test_a_cursor_moves_only_from_where_its_planner_read_it(app, session, site):
 
 def test_gsc_submits_the_sitemap_with_a_service_account_token(app, session, engine, tmp_path):
     credentials = service_account_file(tmp_path, engine.url_for("/token"))
+    app.config["GSC_ENDPOINT"] = engine.url_for("/")  # the operator's override: tokens go there
     site = make_site(session, base_url=engine.url_for("/"), gsc_property="sc-domain:example.com",
                      gsc_credentials=str(credentials), gsc_endpoint=engine.url_for("/"))
     engine.expect_request("/token", method="POST").respond_with_json(
@@ -382,6 +383,7 @@ def test_gsc_submits_the_sitemap_with_a_service_account_token(app, session, engi
 
 def test_gsc_403_says_which_account_to_add(app, session, engine, tmp_path):
     credentials = service_account_file(tmp_path, engine.url_for("/token"))
+    app.config["GSC_ENDPOINT"] = engine.url_for("/")  # the operator's override: tokens go there
     site = make_site(session, base_url=engine.url_for("/"), gsc_property="sc-domain:example.com",
                      gsc_credentials=str(credentials), gsc_endpoint=engine.url_for("/"))
     engine.expect_request("/token").respond_with_json(

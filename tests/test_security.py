@@ -18,6 +18,7 @@ from tests.probes import DripServer, wait_for
 from webapp import create_app, jobs, notify
 from webapp.models import Delivery, User
 from webapp.outbound import OutboundError, Policy, fetch, refusal, send
+from webapp.sites import find_site
 from webapp.tokens import create_token
 from webapp.urls import save_url
 from webapp.users import create_user
@@ -77,6 +78,73 @@ def account(session, role: str, scope: str = "write", sites=None) -> str:
     _, secret = create_token(session, user, "probe", scope, sites)
     session.commit()
     return secret
+
+
+# 1. Settings that carry secrets are the operator's
+
+
+@pytest.mark.parametrize("role, limited", [("editor", False), ("admin", True)],
+                         ids=["editor token", "admin token for one site"])
+def test_a_token_that_is_not_an_admins_for_all_sites_cannot_steer_the_search_console_token(
+        app, session, engine, role, limited):
+    site = make_site(session)
+    secret = account(session, role, sites=[site] if limited else None)
+    with served(app) as base:
+        http = Http(base)
+        for change in ({"gsc_endpoint": engine.url_for("/")},
+                       {"gsc_endpoint": "https://www.googleapis.com/", "name": "Renamed"}):
+            answer = http.api("PATCH", "/sites/shop", secret, json=change)
+            assert answer.status_code == 403, answer.text
+            assert answer.json()["error"]["errors"][0]["field"] == "gsc_endpoint"
+        unchanged = http.api("PATCH", "/sites/shop", secret, json={"gsc_endpoint": None})
+        assert unchanged.status_code == 200  # sending back what is stored is no change
+        admin = account(session, "admin")
+        assert http.api("PATCH", "/sites/shop", admin, json={
+            "gsc_endpoint": "https://www.googleapis.com/"}).status_code == 200
+    session.expire_all()
+    assert find_site(session, "shop").gsc_endpoint == "https://www.googleapis.com/"
+    assert find_site(session, "shop").name == "Shop"
+
+
+def test_an_editor_cannot_point_the_credential_setting_at_a_server_file(app, session, tmp_path):
+    """Whether a file exists is not revealed either: the refusal comes before any is read."""
+    make_site(session)
+    create_user(session, "editor@example.com", PASSWORD, "editor")
+    session.commit()
+    real, missing = tmp_path / "real.json", tmp_path / "missing.json"
+    real.write_text("{}")
+    with served(app) as base:
+        http = Http(base)
+        assert http.sign_in("editor@example.com").status_code == 302
+        form = http.web.get(f"{base}/sites/shop/settings", timeout=30).text
+        assert re.search(r'name="gsc_credentials"[^>]* disabled', form)
+        answers = [http.post("/sites/shop/settings", gsc_credentials=str(path))
+                   for path in (real, missing)]
+    assert [answer.status_code for answer in answers] == [403, 403]
+    texts = [re.search(r'id="e-gsc_credentials">([^<]*)<', answer.text).group(1)
+             .replace(str(real), "PATH").replace(str(missing), "PATH") for answer in answers]
+    assert texts[0] == texts[1] and "only an admin" in texts[0]
+    assert find_site(session, "shop").gsc_credentials is None
+
+
+def test_the_access_token_goes_only_to_a_search_console_host(app, session, engine, tmp_path):
+    """A gsc_endpoint stored before it was an operator's setting cannot take the token: it is
+    sent only to Google's API hosts or GSC_ENDPOINT's, and no token is even fetched."""
+    from tests.test_notify import service_account_file
+
+    engine.expect_request("/token").respond_with_json(
+        {"access_token": "secret-token", "expires_in": 3600, "token_type": "Bearer"})
+    elsewhere = engine.url_for("/").replace("127.0.0.1", "localhost")
+    site = make_site(session, gsc_property="sc-domain:example.com",
+                     gsc_credentials=str(service_account_file(tmp_path, engine.url_for("/token"))),
+                     gsc_endpoint=elsewhere)
+    make_urls(session, site, 1)
+    jobs.regenerate(site.id, app)
+    notify.notify_site(site.id, app)
+    [delivery] = session.scalars(select(Delivery)).all()
+    assert delivery.status == "failed" and "not a Search Console host" in delivery.outcome
+    assert "GSC_ENDPOINT" in delivery.outcome
+    assert engine.log == []
 
 
 # 2. Requests to the server's own network

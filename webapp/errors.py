@@ -17,6 +17,10 @@ class Conflict(InvalidValue):
     """A value that is fine by itself clashes with what is stored (a name already taken)."""
 
 
+class NotAllowed(InvalidValue):
+    """A value this person or token may not set, however valid (an operator's setting)."""
+
+
 class NotFound(LookupError):
     """The thing asked for does not exist."""
 

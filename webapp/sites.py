@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from webapp import notify
 from webapp.db import after_commit
-from webapp.errors import Conflict, InvalidValue, NotFound, check_storable
+from webapp.errors import Conflict, InvalidValue, NotAllowed, NotFound, check_storable
 from webapp.leases import gone
 from webapp.models import Site, Url, new_indexnow_key, utcnow
 from webapp.protocol import (
@@ -173,6 +173,20 @@ SETTINGS: dict[str, tuple[Callable[[str], object], Callable[[object], str]]] = {
 }
 
 
+# Settings that decide where a secret goes or which server file is read: the Search Console
+# access token is valid for every property of its service account. Only an operator (an
+# admin, the command line) changes them.
+OPERATOR_SETTINGS = ("gsc_credentials", "gsc_endpoint")
+
+
+def _check_operator_settings(site: Site, changes: Mapping[str, object]) -> None:
+    for name in OPERATOR_SETTINGS:
+        if name in changes and changes[name] != SETTINGS[name][1](getattr(site, name)):
+            raise NotAllowed(name, str(changes[name]), "only an admin may change it: it decides "
+                             "where the Search Console access token is sent, or which file "
+                             "is read")
+
+
 def _parse_setting(name: str, raw: str | list[str]) -> object:
     texts = (raw if isinstance(raw, list) else [str(raw)]) or [""]  # a list: the API's ping_urls
     for text in texts:
@@ -194,12 +208,18 @@ def site_settings(site: Site) -> dict[str, str]:
     return {name: show(getattr(site, name)) for name, (_, show) in SETTINGS.items()}
 
 
-def update_site(session: Session, site: Site, changes: Mapping[str, str]) -> str | None:
-    """Validate every change first, then apply them all; return a warning worth showing."""
+def update_site(session: Session, site: Site, changes: Mapping[str, str],
+                operator: bool = False) -> str | None:
+    """Validate every change first, then apply them all; return a warning worth showing.
+
+    `operator` (an admin, or the command line) may change OPERATOR_SETTINGS too.
+    """
     unknown = sorted(set(changes) - set(SETTINGS))
     if unknown:
         raise InvalidValue("setting", unknown[0], f"is not a site setting; settings are "
                            f"{', '.join(SETTINGS)}")
+    if not operator:
+        _check_operator_settings(site, changes)  # before a path is read or a URL checked
     values = {name: _parse_setting(name, raw) for name, raw in changes.items()}
     encoding = values.get("encoding", site.encoding)
     base_url = normalize_base_url(changes.get("base_url", site.base_url), encoding)

@@ -82,6 +82,7 @@ class Access:
     can_write: bool
     all_sites: bool
     site_ids: frozenset[int]
+    operator: bool  # an admin's write token for all sites: may change operator settings
     limit: int
     remaining: int
     reset_at: datetime
@@ -137,4 +138,6 @@ def authenticate(session: Session, header: str | None, now: datetime, limit: int
     return Access(token_id=token.id, user_email=token.user.email,
                   can_write=token.scope == "write" and _RANK[token.user.role] >= _RANK["editor"],
                   all_sites=token.all_sites, site_ids=frozenset(s.id for s in token.sites),
+                  operator=token.scope == "write" and token.all_sites
+                  and token.user.role == "admin",
                   limit=limit, remaining=max(0, limit - count), reset_at=reset_at)

@@ -73,7 +73,7 @@ def sites_set(site_ref, assignments):
             raise click.ClickException(f"{assignment!r} is not NAME=VALUE")
         changes[name.strip()] = value
     with session_scope() as session:
-        warning = update_site(session, find_site(session, site_ref), changes)
+        warning = update_site(session, find_site(session, site_ref), changes, operator=True)
     if warning:
         click.echo(f"Note: {warning}", err=True)
     click.echo(f"updated {', '.join(changes)}")

@@ -11,7 +11,7 @@ import json
 import os
 import re
 import threading
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import google.auth.exceptions
 from google.oauth2 import service_account
@@ -22,6 +22,7 @@ from webapp.outbound import Answer, OutboundError, Policy, endpoint_check, send,
 
 ANNOUNCES = "sitemap"  # the sitemap URL, once per generation that changed it
 SCOPES = ["https://www.googleapis.com/auth/webmasters"]
+GOOGLE_HOSTS = frozenset({"www.googleapis.com", "searchconsole.googleapis.com"})
 
 MEANINGS = {
     200: "200 OK: Search Console has the sitemap and will fetch it",
@@ -86,6 +87,12 @@ def _cached_credentials(path: str) -> service_account.Credentials:
         return _credentials[key]
 
 
+def token_hosts(config: dict) -> set[str]:
+    """Where the access token may be sent: Google's documented API hosts, and the host of
+    GSC_ENDPOINT when the operator set another one."""
+    return GOOGLE_HOSTS | {urlsplit(config["GSC_ENDPOINT"]).netloc.lower()}
+
+
 def submit_url(site: Site, config: dict) -> str:
     base = (site.gsc_endpoint or config["GSC_ENDPOINT"]).rstrip("/")
     return (f"{base}/webmasters/v3/sites/{quote(site.gsc_property, safe='')}"
@@ -101,6 +108,12 @@ def deliver(site: Site, delivery: Delivery, config: dict) -> Answer:
     if not (site.gsc_property and site.gsc_credentials):
         raise OutboundError("Search Console is not configured for this site any more "
                             "(gsc_property, gsc_credentials)", permanent=True)
+    delivery.target = submit_url(site, config)
+    allowed = token_hosts(config)
+    if urlsplit(delivery.target).netloc.lower() not in allowed:
+        raise OutboundError(f"gsc_endpoint {site.gsc_endpoint} is not a Search Console host: "
+                            f"the access token is sent only to {', '.join(sorted(allowed))} "
+                            "(set GSC_ENDPOINT to send it elsewhere)", permanent=True)
     try:
         credentials = _cached_credentials(site.gsc_credentials)
     except (OSError, InvalidValue) as exc:
@@ -116,7 +129,6 @@ def deliver(site: Site, delivery: Delivery, config: dict) -> Answer:
                                 permanent=not getattr(exc, "retryable", False)) from None
         except google.auth.exceptions.TransportError as exc:
             raise OutboundError(f"could not get an access token: {exc}; will try again") from None
-    delivery.target = submit_url(site, config)
     meanings = {status: text.format(property=site.gsc_property,
                                     account=credentials.service_account_email)
                 for status, text in MEANINGS.items()}

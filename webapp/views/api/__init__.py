@@ -19,7 +19,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from werkzeug.exceptions import BadRequest, RequestEntityTooLarge, UnsupportedMediaType
 
 from webapp.db import get_session
-from webapp.errors import Conflict, InvalidValue, NotFound, unstorable
+from webapp.errors import Conflict, InvalidValue, NotAllowed, NotFound, unstorable
 from webapp.leases import SiteBusy
 from webapp.models import Site, utcnow
 from webapp.tokens import Access, Refused, authenticate, rate_headers
@@ -102,7 +102,7 @@ def _api_error(exc: ApiError):
 @bp.errorhandler(InvalidValue)
 def _invalid(exc: InvalidValue):
     get_session().rollback()
-    status = 409 if isinstance(exc, Conflict) else 422
+    status = 409 if isinstance(exc, Conflict) else 403 if isinstance(exc, NotAllowed) else 422
     return json_error(status, str(exc), errors=[field_error(exc)])
 
 

@@ -53,7 +53,7 @@ def site_create():
     site, _ = create_site(session, changes.pop("name"), changes.pop("base_url"),
                           changes.pop("sitemap_url", None), changes.pop("encoding", "utf-8"))
     if changes:
-        update_site(session, site, changes)
+        update_site(session, site, changes, operator=access().operator)
     session.commit()
     response = jsonify(site_json(site))
     response.status_code = 201
@@ -79,6 +79,6 @@ def site_update(slug):
                                                   "all sites", "message": f"{moved[0]}: needs a "
                                                   "token for all sites"}])
     session = get_session()
-    update_site(session, site, _as_text(body))
+    update_site(session, site, _as_text(body), operator=access().operator)
     session.commit()
     return jsonify(site_json(site))

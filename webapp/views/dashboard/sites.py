@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 from flask import current_app, flash, redirect, render_template, request, url_for
+from flask_login import current_user
 from sqlalchemy import func, select
 
 from webapp import jobs, notify
 from webapp.db import get_session
-from webapp.errors import InvalidValue
+from webapp.errors import InvalidValue, NotAllowed
 from webapp.models import Delivery, Generation, Site, Url, utcnow
 from webapp.protocol import check_site_scope
 from webapp.sitemaps import get_store
-from webapp.sites import SETTINGS, create_site, delete_site, site_settings, update_site
+from webapp.sites import (
+    OPERATOR_SETTINGS,
+    SETTINGS,
+    create_site,
+    delete_site,
+    site_settings,
+    update_site,
+)
 from webapp.urls import health
 from webapp.views import background
 from webapp.views.auth import demand, require
@@ -123,16 +131,18 @@ def site_settings_page(slug):
     site = load_site(slug)
     errors: dict[str, str] = {}
     values = site_settings(site)
+    status = 200
     if request.method == "POST":
         demand("editor")  # viewers may look, not change
         session = get_session()
         changes = _form_changes(site)
         try:
-            warning = update_site(session, site, changes)
+            warning = update_site(session, site, changes, operator=current_user.can("admin"))
         except InvalidValue as exc:
             session.rollback()
             errors[exc.field] = str(exc)
             values.update(changes)
+            status = 403 if isinstance(exc, NotAllowed) else 422
         else:
             session.commit()
             flash("Saved." if changes else "Nothing changed.")
@@ -140,7 +150,8 @@ def site_settings_page(slug):
                 flash(f"Note: {warning}")
             return redirect(url_for("dashboard.site_settings_page", slug=site.slug))
     return render_template("dashboard/site_settings.html", site=site, values=values,
-                           errors=errors, sections=SECTIONS), 422 if errors else 200
+                           errors=errors, sections=SECTIONS,
+                           operator_settings=OPERATOR_SETTINGS), status if errors else 200
 
 
 @bp.route("/sites/<slug>/delete", methods=["GET", "POST"])
