@@ -1,5 +1,5 @@
 """Peers that misbehave, for the security tests: a server on 127.0.0.1 that drips its answer a
-byte at a time, and a way to wait for a condition instead of a duration."""
+byte at a time; and ways to wait for a condition instead of a duration."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+
+from sqlalchemy import text
 
 
 def wait_for(condition: Callable[[], object], within: float = 30.0, what: str = "condition"):
@@ -88,3 +90,13 @@ class DripServer:
         finally:
             with self._lock:
                 self.open -= 1
+
+
+def waiting_on_locks(session, count: int):
+    """A condition: `count` other connections wait on a row lock (PostgreSQL). Each look is a
+    transaction of its own: within one, pg_stat_activity keeps showing its first snapshot."""
+    def waiting() -> bool:
+        session.rollback()
+        return session.execute(text("SELECT count(*) FROM pg_stat_activity "
+                                    "WHERE wait_event_type = 'Lock'")).scalar() >= count
+    return waiting

@@ -14,6 +14,8 @@ import requests
 from sqlalchemy import func, select, text, update
 
 from tests.builders import make_site, make_urls, served
+from tests.probes import wait_for as wait_until
+from tests.probes import waiting_on_locks
 from webapp.models import ApiToken, Delivery, Generation, Site, Url, User, utcnow
 from webapp.tokens import create_token
 from webapp.users import create_user
@@ -510,8 +512,9 @@ def test_unknown_paths_and_methods_answer_json(api, shop):
 
 def test_an_upsert_waiting_on_a_delete_of_the_same_url_brings_it_back(app, database_url, api,
                                                                      session, shop):
-    # The upsert reads the row while the delete holds the site's lock; it writes after the
-    # delete commits, so the URL ends live and sent, as if the delete came first.
+    # The upsert waits for the site while the delete holds it, then reads the row as the
+    # delete left it: the URL comes back live and sent, counted as created (as it would be
+    # had the delete come first), never as an update of a row that is gone.
     if not database_url.startswith("postgresql"):
         pytest.skip("SQLite lets one writer in at a time: the two cannot interleave")
     from webapp.urls import next_change_seq
@@ -525,12 +528,13 @@ def test_an_upsert_waiting_on_a_delete_of_the_same_url_brings_it_back(app, datab
     upsert = threading.Thread(target=lambda: answers.append(api.post(
         "/sites/shop/urls", {"urls": [{"loc": loc, "lastmod": "2026-02-02"}]})))
     upsert.start()
-    time.sleep(0.5)  # it has read the row and waits for the site's lock
+    with app.extensions["db_sessionmaker"]() as watcher:
+        wait_until(waiting_on_locks(watcher, 1), what="the upsert waiting for the site")
     assert upsert.is_alive()
     deleter.commit()
     deleter.close()
     upsert.join(10)
-    assert answers[0].json["updated"] == 1, answers[0].text
+    assert answers[0].json["created"] == 1, answers[0].text
     session.expire_all()
     url = session.scalar(select(Url).where(Url.loc == loc))
     assert url.deleted_at is None and url.lastmod == "2026-02-02"

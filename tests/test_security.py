@@ -4,6 +4,7 @@ the outside probe reproduced against a running app over real HTTP, with a record
 
 from __future__ import annotations
 
+import io
 import ipaddress
 import re
 import sys
@@ -14,13 +15,14 @@ import requests
 from sqlalchemy import select
 
 from tests.builders import make_site, make_urls, served
-from tests.probes import DripServer, wait_for
+from tests.probes import DripServer, wait_for, waiting_on_locks
 from webapp import create_app, jobs, notify
-from webapp.models import Delivery, User
+from webapp.db import session_scope
+from webapp.models import Delivery, Site, User
 from webapp.outbound import OutboundError, Policy, fetch, refusal, send
 from webapp.sites import find_site
 from webapp.tokens import create_token
-from webapp.urls import save_url
+from webapp.urls import import_urls, next_change_seq, save_url
 from webapp.users import create_user
 
 PASSWORD = "a long enough passphrase"
@@ -298,3 +300,63 @@ def test_a_slow_engine_holds_back_only_its_own_records(app, session, engine):
     assert records[ids[1]].status == "delivered" and records[ids[1]].attempts == 1
     assert records[ids[0]].status == "pending" and records[ids[0]].attempts == 1
     assert len(drip.requests) == 1 and len(engine.log) == 1
+
+
+# 4. Two writers adding the same new URLs at once
+
+
+def test_two_api_writers_adding_the_same_new_urls_both_succeed(app, database_url, session):
+    if not database_url.startswith("postgresql"):
+        pytest.skip("SQLite lets one writer in at a time: the two cannot interleave")
+    site = make_site(session)
+    secret = account(session, "editor")
+    items = {"urls": [{"loc": f"{site.base_url}p/{n}"} for n in range(3000)]}
+    holder = app.extensions["db_sessionmaker"]()
+    next_change_seq(holder, site.id)  # another writer holds the site while both arrive
+    answers = []
+    with served(app) as base:
+        http = Http(base)
+        writers = [threading.Thread(target=lambda: answers.append(
+            http.api("POST", "/sites/shop/urls", secret, json=items))) for _ in range(2)]
+        for writer in writers:
+            writer.start()
+        with app.extensions["db_sessionmaker"]() as watcher:
+            wait_for(waiting_on_locks(watcher, 2), what="both writers waiting for the site")
+        holder.commit()
+        holder.close()
+        for writer in writers:
+            writer.join(60)
+    assert [answer.status_code for answer in answers] == [200, 200], [a.text for a in answers]
+    counts = sorted((a.json()["created"], a.json()["unchanged"]) for a in answers)
+    assert counts == [(0, 3000), (3000, 0)]
+
+
+def test_two_imports_of_the_same_new_urls_both_succeed_and_count_no_repeats(
+        app, database_url, session):
+    if not database_url.startswith("postgresql"):
+        pytest.skip("SQLite lets one writer in at a time: the two cannot interleave")
+    site = make_site(session)
+    text_file = "\n".join(f"{site.base_url}p/{n}" for n in range(3000))
+    holder = app.extensions["db_sessionmaker"]()
+    next_change_seq(holder, site.id)
+    reports, failures = [], []
+
+    def run_import() -> None:
+        try:
+            with session_scope(app) as own:
+                reports.append(import_urls(own, own.get(Site, site.id), io.StringIO(text_file)))
+        except Exception as exc:  # recorded: the test says which one failed and why
+            failures.append(exc)
+
+    writers = [threading.Thread(target=run_import) for _ in range(2)]
+    for writer in writers:
+        writer.start()
+    with app.extensions["db_sessionmaker"]() as watcher:
+        wait_for(waiting_on_locks(watcher, 2), what="both imports waiting for the site")
+    holder.commit()
+    holder.close()
+    for writer in writers:
+        writer.join(60)
+    assert failures == []
+    assert sorted((r.added, r.unchanged, r.duplicates) for r in reports) == [(0, 3000, 0),
+                                                                           (3000, 0, 0)]

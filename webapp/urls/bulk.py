@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from numbers import Real
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.orm import Session
 
 from webapp.errors import InvalidValue
@@ -117,9 +117,8 @@ def upsert_urls(session: Session, site: Site, items: Sequence[object]) -> SyncRe
     for _, url, given in checked.values():
         batches.setdefault(given, {})[url.loc] = (url.loc, *(url.values[n] for n in given[1:]))
     counts = ImportReport(unchanged_locs=set())
-    last_id = session.scalar(select(func.max(Url.id))) or 0
     for columns, batch in batches.items():
-        write_batch(session, site, columns, batch, counts, last_id)
+        write_batch(session, site, columns, batch, counts)
     with_children = [url for _, url, _ in checked.values()
                      if url.images is not None or url.alternates is not None]
     for start in range(0, len(with_children), _IN_CHUNK):

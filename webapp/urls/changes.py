@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session
 
 from webapp.models import Site, Url, utcnow
@@ -25,6 +25,18 @@ def next_change_seq(session: Session, site_id: int) -> int:
                 pending_since=func.coalesce(Site.pending_since, now))
         .returning(Site.change_seq).execution_options(synchronize_session=False)
     ).scalar_one()
+
+
+def hold_site(session: Session, site_id: int) -> None:
+    """Wait until no other transaction writes the site's URLs, then keep them from doing so
+    until this one ends, without taking a change number: what this transaction reads of the
+    site's URLs afterwards stays true until it commits (two writers adding the same new URL
+    then never both insert it)."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(select(Site.id).where(Site.id == site_id).with_for_update())
+    else:  # SQLite: a write takes the database's write lock, and a no-op write changes nothing
+        session.execute(text("UPDATE sites SET change_seq = change_seq WHERE id = :id"),
+                        {"id": site_id})
 
 
 def committed_change_seq(session: Session, site_id: int) -> int:

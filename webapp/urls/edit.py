@@ -110,10 +110,12 @@ def write_url(session: Session, site: Site, checked: CheckedUrl) -> tuple[Url, b
     if url is not None and url.deleted_at is None and _content(url) == _content_after(url, checked):
         return url, False, False
     # Every writer locks the site's row (its change number) before it writes URL rows, so two
-    # writers cannot deadlock; what was read before the lock is read again after it.
+    # writers cannot deadlock; what was read before the lock is read again after it (another
+    # writer may have added this very loc meanwhile).
     seq = next_change_seq(session, site.id)
     if url is not None:
         session.expire(url)
+    url = session.scalar(select(Url).where(Url.site_id == site.id, Url.loc == checked.loc))
     created = url is None or url.deleted_at is not None
     before = None if created else _content(url)
     if url is None:

@@ -21,12 +21,13 @@ from typing import TextIO
 
 from sqlalchemy import ARRAY, any_, bindparam, func, select, update
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from webapp.errors import InvalidValue
 from webapp.models import Site, Url
 from webapp.protocol import FIELD_RULES
-from webapp.urls.changes import next_change_seq
+from webapp.urls.changes import hold_site, next_change_seq
 from webapp.urls.csv_rows import validate_text
 
 COLUMNS = ("loc", *FIELD_RULES)
@@ -42,8 +43,17 @@ class ImportReport:
     rejected: int = 0
     duplicates: int = 0
     change_seq: int = 0  # the site's change number this import's writes carry, once it has one
+    last_id_before: int | None = None  # URL ids above it, in this site, are this import's
     rejections: list[tuple[int, str]] = field(default_factory=list)
     unchanged_locs: set[str] | None = None  # a set: write_batch adds the locs it left alone
+
+    def hold_site(self, session: Session, site_id: int) -> int:
+        """Hold the site's URLs for this transaction (at its first batch), and note the newest
+        URL id then: a row of the site above it was added by this import, not by another."""
+        if self.last_id_before is None:
+            hold_site(session, site_id)
+            self.last_id_before = session.scalar(select(func.max(Url.id))) or 0
+        return self.last_id_before
 
     def take_change_seq(self, session: Session, site_id: int) -> int:
         """One change number for the whole import, taken (locking the site) at its first change."""
@@ -179,8 +189,6 @@ def import_urls(session: Session, site: Site, stream: TextIO, parallel: bool | N
         validate = partial(validate_text, site.base_url, site.encoding, columns)
         loc_at = columns.index("loc") if columns else 0
         chunks = text_chunks(stream, first_line, first, quoted=bool(columns), size=chunk_chars)
-        # Rows above this id were added by this import: meeting one again is a repeated line.
-        last_id_before = session.scalar(select(func.max(Url.id))) or 0
         checked = _map_ahead(pool, validate, chunks) if pool else map(validate, chunks)
         for valid, rejected in checked:
             for line, reason in rejected:
@@ -192,7 +200,7 @@ def import_urls(session: Session, site: Site, stream: TextIO, parallel: bool | N
                     report.duplicates += 1
                 batch[loc] = values
             if batch:
-                write_batch(session, site, columns or ("loc",), batch, report, last_id_before)
+                write_batch(session, site, columns or ("loc",), batch, report)
             if progress and size:
                 progress(min(stream.tell(), size), size)
     except (UnicodeDecodeError, csv.Error) as exc:
@@ -219,11 +227,16 @@ def _insert_many(connection: Connection, rows: list[tuple]) -> None:
     names = ("site_id", "change_seq", *COLUMNS)
     if connection.dialect.name == "postgresql":
         # COPY, in the same transaction: a tenth of the time of even a pipelined executemany.
+        statement = f"COPY {Url.__tablename__} ({', '.join(names)}) FROM STDIN"
         cursor = connection.connection.dbapi_connection.cursor()
-        with cursor.copy(f"COPY {Url.__tablename__} ({', '.join(names)}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
-        cursor.close()
+        try:
+            with cursor.copy(statement) as copy:
+                for row in rows:
+                    copy.write_row(row)
+        except connection.dialect.dbapi.IntegrityError as exc:  # as any other statement's
+            raise IntegrityError(statement, None, exc) from None
+        finally:
+            cursor.close()
         return
     mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
     connection.exec_driver_sql(
@@ -232,12 +245,14 @@ def _insert_many(connection: Connection, rows: list[tuple]) -> None:
 
 
 def write_batch(session: Session, site: Site, columns: tuple[str, ...],
-                 batch: dict[str, tuple], report: ImportReport, last_id_before: int) -> None:
+                batch: dict[str, tuple], report: ImportReport) -> None:
     """Insert the new locs, update the changed ones, undelete the deleted ones.
 
     `batch` maps each loc to its checked values in the order of `columns`; columns left out
-    keep their stored values. Rows above `last_id_before` were added by this same import.
+    keep their stored values. The site is held first (report.hold_site), so what is read
+    here is what is there when the rows are written.
     """
+    last_id_before = report.hold_site(session, site.id)
     connection = session.connection()
     if connection.dialect.name == "postgresql":
         # One array parameter: thousands of IN parameters cost PostgreSQL more to plan than
@@ -254,8 +269,6 @@ def write_batch(session: Session, site: Site, columns: tuple[str, ...],
     def seq() -> int:
         return report.take_change_seq(session, site.id)
 
-    # The rows were read before this import took the site's change number (its lock): a delete
-    # committed in between is undone by setting deleted_at on every update, as if it came first.
     for loc, values in batch.items():
         row = existing.get(loc)
         if row is None:
