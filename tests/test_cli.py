@@ -376,12 +376,12 @@ def test_users_create_stores_only_a_hash_of_the_password(runner, session):
 
 
 @pytest.mark.parametrize(("email", "password", "words"), [
-    ("bob@example.com", "short", ("password '*****'", "at least 8")),
-    ("bob.example.com", "long enough", ("email 'bob.example.com'",)),
-    ("ANN@example.com", "long enough", ("email 'ann@example.com'", "already has an account")),
+    ("bob@example.com", "short", ("password '*****'", "at least 12")),
+    ("bob.example.com", "long enough now", ("email 'bob.example.com'",)),
+    ("ANN@example.com", "long enough now", ("email 'ann@example.com'", "already has an account")),
 ])
 def test_users_create_refuses_bad_input(runner, email, password, words):
-    runner.invoke(args=["users", "create", "ann@example.com", "--password", "first one"])
+    runner.invoke(args=["users", "create", "ann@example.com", "--password", "the first passphrase"])
     result = runner.invoke(args=["users", "create", email, "--password", password])
     assert_fails_cleanly(result, *words)
 
@@ -397,14 +397,15 @@ def test_ensure_admin_creates_the_admin_once_and_shows_the_password_once(runner,
 
 
 def test_set_password_replaces_the_old_one(runner, session):
-    runner.invoke(args=["users", "create", "ann@example.com", "--password", "first one"])
+    runner.invoke(args=["users", "create", "ann@example.com", "--password", "the first passphrase"])
 
     result = runner.invoke(args=["users", "set-password", "ann@example.com",
-                                 "--password", "second one"])
+                                 "--password", "the second passphrase"])
 
     assert (result.exit_code, result.stdout) == (0, "password changed for ann@example.com\n")
     user = find_user(session, "ann@example.com")
-    assert verify_password(user, "second one") and not verify_password(user, "first one")
+    assert verify_password(user, "the second passphrase") \
+        and not verify_password(user, "the first passphrase")
     assert_fails_cleanly(runner.invoke(args=["users", "set-password", "bob@example.com",
                                              "--password", "whatever1"]), "no account")
 

@@ -333,3 +333,37 @@ class User(Timestamps, Base):
 
     def __repr__(self) -> str:
         return f"<User {self.id} {self.email!r} {self.role}>"
+
+
+class UserSession(Base):
+    """A signed-in browser. Its cookie carries a random secret of which only the SHA-256 digest
+    is kept here: signing out deletes the row, and with it every copy of the cookie."""
+
+    __tablename__ = "user_sessions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    secret_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # Moved forward at most every few minutes; a session unseen for too long has ended.
+    last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    def __repr__(self) -> str:
+        return f"<UserSession {self.id} user={self.user_id}>"
+
+
+class SignInThrottle(Base):
+    """Sign-in attempts in a row under one key, a client address or an (e-mail, address) pair,
+    and until when that key is paused. The key is a SHA-256 digest of them, so typed e-mails
+    and addresses are not kept in the clear."""
+
+    __tablename__ = "sign_in_throttles"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    # Counted before the password is checked, and forgotten after a success.
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    last_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+    locked_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    def __repr__(self) -> str:
+        return f"<SignInThrottle {self.key[:8]} attempts={self.attempts}>"

@@ -1,29 +1,59 @@
-"""Accounts: creating them, checking passwords, and making sure an admin exists."""
+"""Accounts: creating them, checking passwords, their signed-in sessions, and making sure an
+admin exists."""
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import re
 import secrets
+from datetime import datetime, timedelta
+from pathlib import Path
 
-from sqlalchemy import select
+from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from webapp.errors import InvalidValue, NotFound, check_storable, unstorable
-from webapp.models import User
+from webapp.models import User, UserSession
 
 ROLES = ("admin", "editor", "viewer")
-MIN_PASSWORD_LENGTH = 8
+MIN_PASSWORD_LENGTH = 12
 DEFAULT_ADMIN_EMAIL = "admin@localhost"
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+")
+# Most frequent first; where it comes from is said at the top of the file.
+COMMON_PASSWORDS_FILE = Path(__file__).with_name("common_passwords.txt")
+# Digits, punctuation and spaces at either end: "Sunshine2024!" is "sunshine" with them added.
+_PADDING = re.compile(r"^[\W\d_]+|[\W\d_]+$")
+_ADVICE = "choose another (a few unrelated words make a good one)"
+
+# A session ends after this long without a request, and this long after sign-in in any case.
+SESSION_IDLE = timedelta(hours=12)
+SESSION_LIFETIME = timedelta(days=7)
+# last_seen_at is moved at most this often, so reading pages does not mean a write each time.
+SESSION_TOUCH = timedelta(minutes=5)
+
+
+@functools.cache
+def common_passwords() -> frozenset[str]:
+    """The shipped list of common passwords, lower-cased; read from its file once."""
+    lines = COMMON_PASSWORDS_FILE.read_text(encoding="utf-8").splitlines()
+    return frozenset(line for line in lines if line and not line.startswith("#"))
 
 
 def _check_password(password: str) -> str:
-    if unstorable(password):  # never shown, not even in part
-        raise InvalidValue("password", "*" * len(password), unstorable(password))
+    masked = "*" * len(password)  # a password is never shown, not even in part
+    if unstorable(password):
+        raise InvalidValue("password", masked, unstorable(password))
     if len(password) < MIN_PASSWORD_LENGTH:
-        raise InvalidValue("password", "*" * len(password),
+        raise InvalidValue("password", masked,
                            f"must be at least {MIN_PASSWORD_LENGTH} characters")
+    folded = password.lower()
+    if folded in common_passwords():
+        raise InvalidValue("password", masked, f"is a common password: {_ADVICE}")
+    if _PADDING.sub("", folded) in common_passwords():
+        raise InvalidValue("password", masked, "is a common password with digits or symbols "
+                           f"added: {_ADVICE}")
     return password
 
 
@@ -44,6 +74,7 @@ def create_user(session: Session, email: str, password: str, role: str = "viewer
 
 
 def find_user(session: Session, email: str) -> User:
+    """The account with this e-mail address, or NotFound."""
     user = None if unstorable(email) else \
         session.scalar(select(User).where(User.email == email.strip().lower()))
     if user is None:
@@ -51,12 +82,56 @@ def find_user(session: Session, email: str) -> User:
     return user
 
 
-def set_password(user: User, password: str) -> None:
+def set_password(session: Session, user: User, password: str) -> None:
+    """Give `user` a new password and end every session of theirs: whoever knew the old one
+    is signed out."""
     user.password_hash = generate_password_hash(_check_password(password), method="scrypt")
+    session.execute(delete(UserSession).where(UserSession.user_id == user.id))
 
 
 def verify_password(user: User, password: str) -> bool:
+    """Whether `password` is the account's (one scrypt computation, right or wrong)."""
     return check_password_hash(user.password_hash, password)
+
+
+def _digest(secret: str) -> str:
+    # The secret has 256 random bits: a fast digest is enough, and finds the row by index.
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def start_session(session: Session, user: User, now: datetime) -> str:
+    """A new signed-in session of `user`: its secret, for the cookie (only a digest is kept).
+    Sessions of anyone that have ended are cleared away on the way."""
+    session.execute(delete(UserSession).where(or_(
+        UserSession.last_seen_at <= now - SESSION_IDLE,
+        UserSession.created_at <= now - SESSION_LIFETIME)))
+    secret = secrets.token_urlsafe(32)
+    session.add(UserSession(user_id=user.id, secret_hash=_digest(secret), created_at=now,
+                            last_seen_at=now))
+    return secret
+
+
+def live_session(session: Session, secret: str, now: datetime) -> tuple[UserSession, User] | None:
+    """The session with this secret and its account, or None when there is none or it ended."""
+    found = session.execute(select(UserSession, User).join(User, User.id == UserSession.user_id)
+                            .where(UserSession.secret_hash == _digest(secret))).first()
+    if found is None:
+        return None
+    row, user = found
+    if row.last_seen_at <= now - SESSION_IDLE or row.created_at <= now - SESSION_LIFETIME:
+        return None
+    return row, user
+
+
+def touch_session(session: Session, session_id: int, now: datetime) -> None:
+    """Record that the session was used just now (it then lives SESSION_IDLE longer)."""
+    session.execute(update(UserSession).where(UserSession.id == session_id)
+                    .values(last_seen_at=now).execution_options(synchronize_session=False))
+
+
+def end_session(session: Session, secret: str) -> None:
+    """Sign this session out on the server: its cookie, and every copy of it, stops working."""
+    session.execute(delete(UserSession).where(UserSession.secret_hash == _digest(secret)))
 
 
 def ensure_admin(session: Session) -> tuple[User, str | None]:

@@ -32,7 +32,7 @@ def users_create(email, role, password):
 def users_set_password(email, password):
     """Give an account a new password."""
     with session_scope() as session:
-        set_password(find_user(session, email), password)
+        set_password(session, find_user(session, email), password)
     click.echo(f"password changed for {email}")
 
 

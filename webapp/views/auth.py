@@ -1,28 +1,42 @@
-"""Signing in: Flask-Login sessions, a throttle on failed attempts, and roles on every route.
+"""Signing in: server-side sessions, a throttle on attempts, and roles on every route.
 
 Roles are ordered: a viewer reads, an editor also changes sites and URLs, an admin also manages
 accounts. `require(role)` guards a view; hiding a button is never the only protection.
+
+The session cookie carries only the random secret of a `user_sessions` row; every request
+checks that the row exists and has not ended, and signing out deletes it. Attempts to sign in
+are counted per client address and per (e-mail, address), whether or not the e-mail has an
+account, and every refusal gives one answer after one password hash check: nothing tells an
+account that exists from one that does not, and a stranger pauses only their own address.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import ipaddress
 from datetime import datetime, timedelta
 
 from flask import Flask, abort
 from flask_login import LoginManager, UserMixin, current_user
-from sqlalchemy import select
+from sqlalchemy import case, delete, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 from werkzeug.security import generate_password_hash
 
-from webapp.db import get_session
-from webapp.models import User
-from webapp.users import verify_password
+from webapp.db import get_session, session_scope
+from webapp.errors import unstorable
+from webapp.models import SignInThrottle, User, utcnow
+from webapp.users import SESSION_TOUCH, live_session, touch_session, verify_password
 
 RANK = {"viewer": 0, "editor": 1, "admin": 2}
-FREE_FAILURES = 5  # failures in a row before sign-in is paused for the account
-MAX_LOCK = timedelta(hours=1)
-# Checked when the e-mail is unknown, so an answer takes as long whether or not it exists.
+ACCOUNT_FREE_FAILURES = 5  # attempts in a row at one e-mail from one address before a pause
+ADDRESS_FREE_FAILURES = 20  # attempts in a row from one address, at any e-mails
+MAX_LOCK = timedelta(hours=1)  # pauses double from 1 minute up to this
+FORGET_AFTER = timedelta(days=1)  # a key quiet this long starts counting again
+REFUSED = ("Wrong e-mail address or password, or too many failed sign-ins: "
+           "check both and try again in a few minutes.")
+# Checked when the e-mail is unknown: made like every stored hash, so it costs the same.
 _DUMMY_HASH = generate_password_hash("not a password", method="scrypt")
 
 login_manager = LoginManager()
@@ -32,52 +46,112 @@ login_manager.session_protection = "basic"
 
 
 class SignedIn(UserMixin):
-    """The signed-in account as the session knows it: id, e-mail and role."""
+    """The signed-in account as the session knows it: id, e-mail, role and the session's secret."""
 
-    def __init__(self, user: User):
+    def __init__(self, user: User, secret: str):
         self.id, self.email, self.role = user.id, user.email, user.role
-        # Part of the session's id: a new password signs out every other session.
-        self.token = user.password_hash[-12:]
+        self.secret = secret
 
     def get_id(self) -> str:
-        return f"{self.id}:{self.token}"
+        return self.secret  # what the cookie carries: no account id, nothing of the password
 
     def can(self, role: str) -> bool:
         return RANK[self.role] >= RANK[role]
 
 
 @login_manager.user_loader
-def _load(session_id: str) -> SignedIn | None:
-    user_id, _, token = session_id.partition(":")
-    if not user_id.isdigit():
+def _load(secret: str) -> SignedIn | None:
+    now = utcnow()
+    found = live_session(get_session(), secret, now)
+    if found is None:
         return None
-    user = get_session().get(User, int(user_id))
-    if user is None or user.password_hash[-12:] != token:
-        return None
-    return SignedIn(user)
+    row, user = found
+    if now - row.last_seen_at >= SESSION_TOUCH:
+        # Its own transaction: a page that only reads commits nothing of the request's.
+        with session_scope() as own:
+            touch_session(own, row.id, now)
+    return SignedIn(user, secret)
 
 
 class SignInRefused(Exception):
-    """Wrong e-mail or password, or the account is paused; the message says which it may say."""
+    """Wrong e-mail or password, or a pause: one message for all, so none gives anything away."""
 
 
-def sign_in(session: Session, email: str, password: str, now: datetime) -> User:
-    """The account for these credentials, or SignInRefused. Failures in a row pause the
-    account for a while that doubles each time (1 minute, 2, 4, ... at most an hour)."""
-    user = session.scalar(select(User).where(User.email == email.strip().lower()))
-    if user is None:
-        verify_password(User(password_hash=_DUMMY_HASH), password)
-        raise SignInRefused("Wrong e-mail address or password.")
-    if user.locked_until is not None and user.locked_until > now:
-        raise SignInRefused("Too many failed sign-ins: try again after "
-                            f"{user.locked_until:%H:%M:%S} UTC.")
-    if not verify_password(user, password):
-        user.failed_sign_ins += 1
-        over = user.failed_sign_ins - FREE_FAILURES
-        if over >= 0:
-            user.locked_until = now + min(timedelta(minutes=2 ** over), MAX_LOCK)
-        raise SignInRefused("Wrong e-mail address or password.")
-    user.failed_sign_ins, user.locked_until, user.last_sign_in_at = 0, None, now
+def client_network(address: str | None) -> str:
+    """Where an attempt comes from, as the throttle counts it: the client address, or its /64
+    for IPv6 (one host is usually given the whole /64)."""
+    try:
+        ip = ipaddress.ip_address(address or "")
+    except ValueError:
+        return (address or "unknown")[:100]
+    if ip.version == 6 and ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    if ip.version == 6:
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
+
+
+def _key(*parts: str) -> str:
+    return hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _pause(attempts: int, free: int) -> timedelta:
+    return min(timedelta(minutes=2 ** min(attempts - free, 10)), MAX_LOCK)
+
+
+def _count_attempt(session: Session, key: str, free: int, now: datetime) -> bool:
+    """Count an attempt under `key` before its password is checked; False if the key is paused.
+    The `free`-th attempt in a row pauses the key (1 minute, then doubling up to MAX_LOCK)
+    until a success clears it. One conditional UPDATE counts, so attempts sent side by side
+    are counted one by one and none slips past a pause that another has just set."""
+    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+    session.execute(insert(SignInThrottle).values(key=key, attempts=0, last_attempt_at=now)
+                    .on_conflict_do_nothing(index_elements=["key"]))
+    throttle = SignInThrottle
+    stale = throttle.last_attempt_at <= now - FORGET_AFTER
+    attempts = session.scalar(
+        update(throttle).where(throttle.key == key, or_(throttle.locked_until.is_(None),
+                                                        throttle.locked_until <= now))
+        .values(attempts=case((stale, 1), else_=throttle.attempts + 1), last_attempt_at=now)
+        .returning(throttle.attempts).execution_options(synchronize_session=False))
+    if attempts is None:
+        return False
+    if attempts >= free:
+        session.execute(update(throttle).where(throttle.key == key)
+                        .values(locked_until=now + _pause(attempts, free))
+                        .execution_options(synchronize_session=False))
+    return True
+
+
+def _forget_quiet_keys(session: Session, now: datetime, batch: int = 100) -> None:
+    # A few at a time, and on PostgreSQL only rows no attempt holds: two attempts purging at
+    # once never wait for each other's rows (which could deadlock).
+    quiet = select(SignInThrottle.key).where(SignInThrottle.last_attempt_at <= now - FORGET_AFTER) \
+        .limit(batch).with_for_update(skip_locked=True)
+    session.execute(delete(SignInThrottle).where(SignInThrottle.key.in_(quiet.scalar_subquery()))
+                    .execution_options(synchronize_session=False))
+
+
+def sign_in(session: Session, email: str, password: str, address: str | None,
+            now: datetime) -> User:
+    """The account for these credentials from this client address, or SignInRefused.
+
+    The attempt is counted and committed before the password is checked: it stays counted
+    whatever happens next, and no lock is held during the slow hash. Every attempt then does
+    one password hash check, whether the e-mail is unknown, paused or right.
+    """
+    email, where = email.strip().lower(), client_network(address)
+    keys = [_key("address", where), _key("account", where, email)]
+    allowed = _count_attempt(session, keys[0], ADDRESS_FREE_FAILURES, now) \
+        and _count_attempt(session, keys[1], ACCOUNT_FREE_FAILURES, now)
+    _forget_quiet_keys(session, now)
+    session.commit()
+    user = None if unstorable(email) else session.scalar(select(User).where(User.email == email))
+    right = verify_password(user or User(password_hash=_DUMMY_HASH), password)
+    if not (allowed and right and user is not None):
+        raise SignInRefused(REFUSED)
+    session.execute(delete(SignInThrottle).where(SignInThrottle.key.in_(keys)))
+    user.last_sign_in_at = now
     return user
 
 
@@ -105,4 +179,5 @@ def require(role: str):
 
 
 def init_app(app: Flask) -> None:
+    """Attach Flask-Login, whose cookie names a server-side session."""
     login_manager.init_app(app)

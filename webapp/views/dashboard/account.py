@@ -9,6 +9,7 @@ from flask_login import current_user, login_user, logout_user
 
 from webapp.db import get_session
 from webapp.models import utcnow
+from webapp.users import end_session, start_session
 from webapp.views.auth import SignedIn, SignInRefused, require, sign_in
 from webapp.views.dashboard import bp
 
@@ -31,13 +32,14 @@ def sign_in_page():
         session = get_session()
         try:
             user = sign_in(session, request.form.get("email", ""), request.form.get("password", ""),
-                           utcnow())
+                           request.remote_addr, utcnow())
         except SignInRefused as exc:
-            session.commit()  # the failure count
+            session.rollback()  # the attempt was counted and committed already
             error = str(exc)
         else:
+            secret = start_session(session, user, utcnow())
             session.commit()
-            login_user(SignedIn(user))
+            login_user(SignedIn(user, secret))  # no "remember me": the session is the row
             return redirect(_safe_next(request.args.get("next")))
     return render_template("dashboard/sign_in.html", error=error,
                            email=request.form.get("email", "")), 401 if error else 200
@@ -46,6 +48,9 @@ def sign_in_page():
 @bp.post("/sign-out")
 @require("viewer")
 def sign_out():
+    session = get_session()
+    end_session(session, current_user.secret)  # copies of the cookie stop working too
+    session.commit()
     logout_user()
     flash("Signed out.")
     return redirect(url_for("dashboard.sign_in_page"))

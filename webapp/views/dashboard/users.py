@@ -66,8 +66,7 @@ def user_update(user_id):
                 raise InvalidValue("role", role, "the last admin cannot stop being one")
             user.role = role
         if password:
-            set_password(user, password)
-            user.failed_sign_ins, user.locked_until = 0, None
+            set_password(session, user, password)
     except InvalidValue as exc:
         session.rollback()
         flash(f"{user.email}: {exc}")
