@@ -4,25 +4,30 @@ the outside probe reproduced against a running app over real HTTP, with a record
 
 from __future__ import annotations
 
+import gzip
 import io
 import ipaddress
+import logging
 import re
+import shutil
 import sys
 import threading
+import tracemalloc
+from collections.abc import Callable
 
 import pytest
 import requests
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from tests.builders import make_site, make_urls, served
 from tests.probes import DripServer, wait_for, waiting_on_locks
 from webapp import create_app, jobs, notify
 from webapp.db import session_scope
-from webapp.models import Delivery, Site, User
+from webapp.models import Delivery, Site, Url, User
 from webapp.outbound import OutboundError, Policy, fetch, refusal, send
 from webapp.sites import find_site
 from webapp.tokens import create_token
-from webapp.urls import import_urls, next_change_seq, save_url
+from webapp.urls import ImportFormatError, import_urls, next_change_seq, open_import, save_url
 from webapp.users import create_user
 
 PASSWORD = "a long enough passphrase"
@@ -305,27 +310,33 @@ def test_a_slow_engine_holds_back_only_its_own_records(app, session, engine):
 # 4. Two writers adding the same new URLs at once
 
 
+def arriving_together(app, site_id: int, write: Callable[[], object]) -> None:
+    """Two runs of `write` in threads of their own, both arriving while another transaction
+    holds the site, which lets go once both wait for it; returns when both are done."""
+    holder = app.extensions["db_sessionmaker"]()
+    next_change_seq(holder, site_id)
+    writers = [threading.Thread(target=write) for _ in range(2)]
+    for writer in writers:
+        writer.start()
+    with app.extensions["db_sessionmaker"]() as watcher:
+        wait_for(waiting_on_locks(watcher, 2), what="both writers waiting for the site")
+    holder.commit()
+    holder.close()
+    for writer in writers:
+        writer.join(60)
+
+
 def test_two_api_writers_adding_the_same_new_urls_both_succeed(app, database_url, session):
     if not database_url.startswith("postgresql"):
         pytest.skip("SQLite lets one writer in at a time: the two cannot interleave")
     site = make_site(session)
     secret = account(session, "editor")
     items = {"urls": [{"loc": f"{site.base_url}p/{n}"} for n in range(3000)]}
-    holder = app.extensions["db_sessionmaker"]()
-    next_change_seq(holder, site.id)  # another writer holds the site while both arrive
     answers = []
     with served(app) as base:
         http = Http(base)
-        writers = [threading.Thread(target=lambda: answers.append(
-            http.api("POST", "/sites/shop/urls", secret, json=items))) for _ in range(2)]
-        for writer in writers:
-            writer.start()
-        with app.extensions["db_sessionmaker"]() as watcher:
-            wait_for(waiting_on_locks(watcher, 2), what="both writers waiting for the site")
-        holder.commit()
-        holder.close()
-        for writer in writers:
-            writer.join(60)
+        arriving_together(app, site.id, lambda: answers.append(
+            http.api("POST", "/sites/shop/urls", secret, json=items)))
     assert [answer.status_code for answer in answers] == [200, 200], [a.text for a in answers]
     counts = sorted((a.json()["created"], a.json()["unchanged"]) for a in answers)
     assert counts == [(0, 3000), (3000, 0)]
@@ -337,8 +348,6 @@ def test_two_imports_of_the_same_new_urls_both_succeed_and_count_no_repeats(
         pytest.skip("SQLite lets one writer in at a time: the two cannot interleave")
     site = make_site(session)
     text_file = "\n".join(f"{site.base_url}p/{n}" for n in range(3000))
-    holder = app.extensions["db_sessionmaker"]()
-    next_change_seq(holder, site.id)
     reports, failures = [], []
 
     def run_import() -> None:
@@ -348,15 +357,149 @@ def test_two_imports_of_the_same_new_urls_both_succeed_and_count_no_repeats(
         except Exception as exc:  # recorded: the test says which one failed and why
             failures.append(exc)
 
-    writers = [threading.Thread(target=run_import) for _ in range(2)]
-    for writer in writers:
-        writer.start()
-    with app.extensions["db_sessionmaker"]() as watcher:
-        wait_for(waiting_on_locks(watcher, 2), what="both imports waiting for the site")
-    holder.commit()
-    holder.close()
-    for writer in writers:
-        writer.join(60)
+    arriving_together(app, site.id, run_import)
     assert failures == []
     assert sorted((r.added, r.unchanged, r.duplicates) for r in reports) == [(0, 3000, 0),
                                                                            (3000, 0, 0)]
+
+
+# 6. Uploads: a size limit, and sitemaps parsed as they are read
+
+
+def test_an_upload_over_the_limit_is_refused_with_the_limit_named(database_url, tmp_path, session):
+    app = create_app({"TESTING": True, "DATABASE_URL": database_url, "SECRET_KEY": "test",
+                      "INSTANCE_PATH": str(tmp_path / "instance"),
+                      "SITEMAPS_DIR": str(tmp_path / "sitemaps"), "MAX_UPLOAD_MB": 1})
+    try:
+        with app.extensions["db_sessionmaker"]() as own:
+            site = make_site(own)
+            create_user(own, "editor@example.com", PASSWORD, "editor")
+            own.commit()
+            big = "\n".join(f"{site.base_url}p/{n:07d}" for n in range(60_000))  # about 2 MB
+        with served(app) as base:
+            http = Http(base)
+            assert http.sign_in("editor@example.com").status_code == 302
+            answer = http.web.post(f"{base}/sites/shop/import", timeout=30, files={
+                "file": ("urls.txt", big.encode())}, data={"csrf_token": http.csrf("/")})
+        assert answer.status_code == 413
+        assert "larger than 1 MB" in answer.text and "MAX_UPLOAD_MB" in answer.text
+        uploads = tmp_path / "instance" / "uploads"
+        assert not uploads.exists() or not list(uploads.iterdir())
+        with app.extensions["db_sessionmaker"]() as own:
+            assert own.scalar(select(func.count()).select_from(Url)) == 0
+    finally:
+        app.extensions["db_engine"].dispose()
+
+
+def _sitemap_file(path, target_bytes: int, urls: int = 10) -> None:
+    """A well-formed urlset of `urls` URLs padded with comments to `target_bytes`."""
+    head = ('<?xml version="1.0" encoding="UTF-8"?>\n'
+            '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n').encode()
+    body = b"".join(f"<url><loc>https://shop.example.com/p/{n}</loc></url>\n".encode()
+                    for n in range(urls))
+    tail = b"</urlset>\n"
+    with open(path, "wb") as handle:
+        handle.write(head + body)
+        padding = target_bytes - len(head) - len(body) - len(tail)
+        comment = b"<!--" + b"x" * 1016 + b"-->\n"  # 1 KiB
+        chunk = comment * 1024
+        while padding > 0:
+            piece = chunk[:padding] if padding >= len(chunk) else b" " * padding
+            handle.write(piece)
+            padding -= len(piece)
+        handle.write(tail)
+
+
+def test_a_large_sitemap_file_is_parsed_as_it_is_read(tmp_path):
+    path = tmp_path / "sitemap.xml"
+    _sitemap_file(path, 40 << 20)
+    policy = Policy.of({"NOTIFY_TIMEOUT": 1, "OUTBOUND_ALLOW": ""})
+    tracemalloc.start()
+    try:
+        with open_import(path, "sitemap.xml", "https://shop.example.com/", None, policy) as rows:
+            lines = rows.read().splitlines()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(lines) == 11  # the header and ten URLs
+    assert peak < 8 << 20, f"{peak} bytes held at once for a 40 MB file"
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gzip"])
+def test_a_sitemap_over_the_protocols_size_is_refused(tmp_path, compressed):
+    path = tmp_path / "sitemap.xml"
+    _sitemap_file(path, 52_428_800 + 1)
+    if compressed:
+        packed = tmp_path / "sitemap.xml.gz"
+        with open(path, "rb") as plain, gzip.open(packed, "wb") as out:
+            shutil.copyfileobj(plain, out)
+        path = packed
+    policy = Policy.of({"NOTIFY_TIMEOUT": 1, "OUTBOUND_ALLOW": ""})
+    with pytest.raises(ImportFormatError, match="larger than 52428800 bytes"):
+        with open_import(path, path.name, "https://shop.example.com/", None, policy) as rows:
+            rows.read()
+
+
+# 7. /sitemaps/<slug>/ belongs to that site
+
+
+def test_a_site_cannot_shadow_another_sites_files_on_the_apps_own_paths(app, session):
+    shop = make_site(session)
+    make_urls(session, shop, 2)
+    jobs.regenerate(shop.id, app)
+    with served(app) as base:
+        host = base.removeprefix("http://")
+        intruder = make_site(session, name="Intruder", base_url=f"http://{host}/sitemaps/shop/")
+        save_url(session, intruder, f"http://{host}/sitemaps/shop/evil")
+        session.commit()
+        jobs.regenerate(intruder.id, app)
+        served_file = requests.get(f"{base}/sitemaps/shop/sitemap.xml", timeout=30)
+    assert served_file.status_code == 200
+    assert "shop.example.com/page/0" in served_file.text and "evil" not in served_file.text
+
+
+# 10. Headers for crawlers and browsers, quiet logs, clearing ping URLs
+
+
+def test_crawler_answers_say_nosniff_and_the_html_view_runs_nothing(app, session):
+    site = make_site(session)
+    make_urls(session, site, 1)
+    jobs.regenerate(site.id, app)
+    with served(app) as base:
+        answers = {path: requests.get(base + path, timeout=30) for path in (
+            "/sitemaps/shop/sitemap.xml", "/sitemaps/shop/sitemap.xsl",
+            "/sitemaps/shop/view/sitemap.xml", "/sitemaps/shop/nothing.xml")}
+        robots = requests.get(f"{base}/robots.txt", headers={"Host": "shop.example.com"},
+                              timeout=30)
+    for path, answer in {**answers, "/robots.txt": robots}.items():
+        assert answer.headers["X-Content-Type-Options"] == "nosniff", path
+    policy = answers["/sitemaps/shop/view/sitemap.xml"].headers["Content-Security-Policy"]
+    assert "default-src 'none'" in policy and "script" not in policy
+
+
+def test_an_import_refused_for_its_input_is_logged_in_one_line(app, session, caplog):
+    from webapp.views import background
+
+    site = make_site(session)
+
+    def refuse(progress):
+        raise ImportFormatError("sitemap.xml is not well-formed XML: line 1")
+
+    with caplog.at_level(logging.WARNING, logger="webapp.views.background"):
+        task = background.start(app, "import", site.slug, refuse, site_id=site.id)
+        state = wait_for(lambda: (s := background.read(app, task))["status"] != "running" and s)
+    assert state["status"] == "failed" and "not well-formed" in state["message"]
+    [record] = [r for r in caplog.records if r.name == "webapp.views.background"]
+    assert record.exc_info is None and "\n" not in record.getMessage()
+
+
+def test_ping_urls_null_clears_the_list(app, session):
+    make_site(session)
+    secret = account(session, "editor")
+    with served(app) as base:
+        http = Http(base)
+        assert http.api("PATCH", "/sites/shop", secret, json={
+            "ping_urls": ["https://ping.example/?s={sitemap}"]}).status_code == 200
+        answer = http.api("PATCH", "/sites/shop", secret, json={"ping_urls": None})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["ping_urls"] == []

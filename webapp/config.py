@@ -196,10 +196,15 @@ def load(overrides: Mapping[str, object] | None = None, environ: Mapping[str, st
         # Requests a minute per API token, counted in the database (shared by all workers).
         settings["API_RATE_LIMIT"] = env_int("API_RATE_LIMIT", 600, minimum=1, maximum=1_000_000,
                                              environ=environ)
+    if "MAX_UPLOAD_MB" not in overrides:
+        # The largest dashboard upload (a CSV of a million URLs is about 80 MB).
+        settings["MAX_UPLOAD_MB"] = env_int("MAX_UPLOAD_MB", 200, minimum=1, maximum=10_240,
+                                            environ=environ)
     if "OUTBOUND_ALLOW" not in overrides:
         # Non-public networks the server may send requests to (engines, imports, pre-flight).
         settings["OUTBOUND_ALLOW"] = env_networks("OUTBOUND_ALLOW", environ)
     if "PORT" not in overrides:
         settings["PORT"] = env_int("PORT", 5000, minimum=1, maximum=65535, environ=environ)
     settings.update(overrides)
+    settings.setdefault("MAX_CONTENT_LENGTH", settings["MAX_UPLOAD_MB"] << 20)  # Flask's limit
     return settings

@@ -9,9 +9,11 @@ parser; the files an index lists are fetched only from the index's own host or t
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import zlib
 from collections.abc import Callable
+from typing import BinaryIO
 from urllib.parse import urlsplit
 
 from lxml import etree
@@ -31,28 +33,47 @@ def looks_like_sitemap(data: bytes) -> bool:
     return data[:2] == b"\x1f\x8b" or head.startswith(b"<")
 
 
-def _plain(data: bytes, name: str) -> bytes:
-    if data[:2] != b"\x1f\x8b":
-        return data
-    out = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        plain = out.decompress(data, MAX_FILE_BYTES + 1)
-    except zlib.error as exc:
-        raise ImportFormatError(f"{name} is not a readable gzip file ({exc})") from None
-    if len(plain) > MAX_FILE_BYTES:
-        raise ImportFormatError(f"{name} unpacks to more than {MAX_FILE_BYTES} bytes, the "
-                                "protocol's limit for one sitemap")
-    return plain
+class _Capped(io.RawIOBase):
+    """A binary stream read through, refusing more than the protocol's bytes for one sitemap
+    (after decompression): a file is parsed as it is read, never held whole."""
+
+    def __init__(self, stream: BinaryIO, name: str):
+        self.stream, self.name, self.read_bytes = stream, name, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        try:
+            data = self.stream.read(len(buffer))
+        except (OSError, EOFError, zlib.error) as exc:  # gzip's errors: a damaged file
+            raise ImportFormatError(f"{self.name} is not a readable gzip file ({exc})") from None
+        self.read_bytes += len(data)
+        if self.read_bytes > MAX_FILE_BYTES:
+            raise ImportFormatError(f"{self.name} is larger than {MAX_FILE_BYTES} bytes "
+                                    "(uncompressed), the protocol's limit for one sitemap")
+        buffer[:len(data)] = data
+        return len(data)
 
 
-def _elements(data: bytes, name: str) -> tuple[str, list[dict[str, str]]]:
+def _opened(source: bytes | BinaryIO, name: str) -> BinaryIO:
+    """The sitemap's XML as a stream, unpacked as it is read when it is gzip."""
+    stream = io.BytesIO(source) if isinstance(source, bytes) else source
+    head = stream.read(2)
+    stream.seek(0)
+    if head == b"\x1f\x8b":
+        stream = gzip.GzipFile(fileobj=stream, mode="rb")
+    return _Capped(stream, name)
+
+
+def _elements(source: bytes | BinaryIO, name: str) -> tuple[str, list[dict[str, str]]]:
     """('urlset' or 'sitemapindex', the entries with their protocol fields)."""
     parser_options = {"resolve_entities": False, "no_network": True, "huge_tree": False,
                       "remove_comments": True}
     entries: list[dict[str, str]] = []
     root_tag = None
     try:
-        for event, element in etree.iterparse(io.BytesIO(_plain(data, name)),
+        for event, element in etree.iterparse(_opened(source, name),
                                               events=("start", "end"), **parser_options):
             if event == "start":
                 if root_tag is None:
@@ -67,6 +88,8 @@ def _elements(data: bytes, name: str) -> tuple[str, list[dict[str, str]]]:
                                 for field in FIELDS
                                 if (child := element.find(f"{NS}{field}")) is not None})
                 element.clear()
+                while element.getprevious() is not None:  # done with: let the tree not grow
+                    del element.getparent()[0]
     except etree.XMLSyntaxError as exc:
         raise ImportFormatError(f"{name} is not well-formed XML: {exc}") from None
     if root_tag is None:
@@ -74,7 +97,7 @@ def _elements(data: bytes, name: str) -> tuple[str, list[dict[str, str]]]:
     return root_tag.removeprefix(NS), entries
 
 
-def read_sitemap(data: bytes, name: str, allowed_hosts: set[str], policy: Policy,
+def read_sitemap(data: bytes | BinaryIO, name: str, allowed_hosts: set[str], policy: Policy,
                  get: Callable[..., bytes] = fetch) -> list[dict[str, str]]:
     """Every <url> of a sitemap, following an index one level (indexes do not nest)."""
     kind, entries = _elements(data, name)
@@ -102,7 +125,7 @@ def read_sitemap(data: bytes, name: str, allowed_hosts: set[str], policy: Policy
     return urls
 
 
-def sitemap_stream(data: bytes, name: str, site_url: str, source_url: str | None,
+def sitemap_stream(data: bytes | BinaryIO, name: str, site_url: str, source_url: str | None,
                    policy: Policy) -> io.StringIO:
     """A sitemap's URLs as the CSV stream `import_urls` reads (header first)."""
     hosts = {urlsplit(site_url).netloc} | ({urlsplit(source_url).netloc} if source_url else set())

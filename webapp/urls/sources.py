@@ -59,8 +59,8 @@ def open_import(source: Path | bytes, name: str, site_url: str, source_url: str 
     else:
         head = source[:512]
     if looks_like_sitemap(head):
-        data = source.read_bytes() if isinstance(source, Path) else source
-        with sitemap_stream(data, name, site_url, source_url, policy) as stream:
+        with open(source, "rb") if isinstance(source, Path) else io.BytesIO(source) as data, \
+                sitemap_stream(data, name, site_url, source_url, policy) as stream:
             yield stream
     elif isinstance(source, Path):
         with open(source, encoding="utf-8-sig", newline="") as stream:

@@ -17,7 +17,16 @@ from pathlib import Path
 
 from flask import Flask
 
+from webapp.errors import InvalidValue, NotFound
+from webapp.leases import SiteBusy
+from webapp.outbound import OutboundError
+from webapp.urls import ImportFormatError
+
 log = logging.getLogger(__name__)
+
+# What the work raises for input it refuses or a site that is busy: said to the person, and
+# logged in one line, as any other expected answer.
+EXPECTED = (InvalidValue, NotFound, ImportFormatError, SiteBusy, OutboundError)
 
 _ID = re.compile(r"[0-9a-f]{32}")
 _pool: ThreadPoolExecutor | None = None
@@ -67,7 +76,10 @@ def start(app: Flask, kind: str, site: str, work: Callable[[Progress], str],
                 message = work(progress)
             progress.state.update(status="done", message=message)
         except Exception as exc:  # shown on the page: the work's own errors say what to do
-            log.exception("task %s (%s) failed", task_id, kind)
+            if isinstance(exc, EXPECTED):  # bad input or a busy site: one line, no traceback
+                log.warning("task %s (%s) of site %s refused: %s", task_id, kind, site, exc)
+            else:
+                log.exception("task %s (%s) failed", task_id, kind)
             progress.state.update(status="failed", message=str(exc) or type(exc).__name__)
         progress.state["finished"] = time.time()
         progress.save()

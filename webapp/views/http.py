@@ -9,6 +9,7 @@ from werkzeug.exceptions import (
     BadRequest,
     HTTPException,
     InternalServerError,
+    RequestEntityTooLarge,
     ServiceUnavailable,
 )
 from werkzeug.http import HTTP_STATUS_CODES
@@ -94,6 +95,11 @@ def json_error(status: int, message: str, errors: list[dict] | None = None,
 
 
 def _http_error(error: HTTPException):
+    if error.code == 413 and not request.path.startswith("/api/"):  # the API says its own
+        error = RequestEntityTooLarge(
+            f"The upload is larger than {current_app.config['MAX_UPLOAD_MB']} MB, the most this "
+            "server takes (MAX_UPLOAD_MB). Nothing was stored: compress the file with gzip, "
+            "or split it.")
     if request.path.startswith("/api/"):
         headers = {name: value for name, value in error.get_headers() if name == "Allow"}
         return json_error(error.code or 500, error.description or error.name, headers=headers)

@@ -31,7 +31,7 @@ def site_json(site: Site) -> dict:
 def _as_text(body: dict) -> dict[str, str | list[str]]:
     """JSON values in the text form the settings' rules read (the form `sites set` takes);
     ping_urls stays a list, since a template may hold a comma."""
-    return {name: value if name == "ping_urls" else TEXT_SETTINGS[name][1](value)
+    return {name: (value or []) if name == "ping_urls" else TEXT_SETTINGS[name][1](value)
             for name, value in body.items()}
 
 

@@ -40,9 +40,11 @@ SETTINGS = {
     "indexnow_key_location": {"type": "string", "enum": ["root", "sitemap"]},
     "indexnow_endpoint": nullable(STRING),
     "gsc_property": nullable(STRING),
-    "gsc_endpoint": nullable(STRING),
-    "ping_urls": {"type": "array", "items": STRING,
-                  "description": "URL templates with {sitemap}, fetched after each change"},
+    "gsc_endpoint": {**nullable(STRING), "description": "an operator's setting: only an "
+                     "admin's write token for all sites may change it (else 403)"},
+    "ping_urls": {**nullable({"type": "array", "items": STRING}),
+                  "description": "URL templates with {sitemap}, fetched after each change; "
+                                 "null or [] clears them"},
     "schedule": {"type": "string", "description": "`every 30m`, `cron:0 3 * * *` or `off`"},
     "change_delay": {"type": "integer", "minimum": 0, "maximum": 86400},
     "timezone": STRING,

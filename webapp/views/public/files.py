@@ -20,7 +20,11 @@ XML = "application/xml; charset=utf-8"
 TYPES = {"urlset": XML, "index": XML, "stylesheet": "text/xsl; charset=utf-8"}
 # Crawlers and proxies may keep a copy but must revalidate it, so an index and its files
 # are never served from two different generations by a cache.
-COMMON = [("Cache-Control", "no-cache"), ("X-Robots-Tag", "noindex")]
+COMMON = [("Cache-Control", "no-cache"), ("X-Robots-Tag", "noindex"),
+          ("X-Content-Type-Options", "nosniff")]  # a browser never reads a file as another type
+# The HTML view of a sitemap: its own inline style, links, and nothing that runs.
+VIEW_POLICY = ("default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; "
+               "base-uri 'none'; form-action 'none'")
 BLOCK = 64 * 1024
 
 Headers = list[tuple[str, str]]
@@ -83,7 +87,8 @@ def render_html(path, folder: str = "", view: str = "") -> bytes:
 def _text(status: str, body: str) -> Answer:
     data = body.encode()
     return status, [("Content-Type", "text/plain; charset=utf-8"),
-                    ("Content-Length", str(len(data))), ("Cache-Control", "no-cache")], [data]
+                    ("Content-Length", str(len(data))), ("Cache-Control", "no-cache"),
+                    ("X-Content-Type-Options", "nosniff")], [data]
 
 
 def _busy() -> Answer:
@@ -141,18 +146,23 @@ class PublicFiles:
         path = environ.get("PATH_INFO") or "/"
         host = environ.get("HTTP_HOST") or f"{environ['SERVER_NAME']}:{environ['SERVER_PORT']}"
         origin = request_origin(environ["wsgi.url_scheme"], host)
-        answer = self.site_host(environ, origin, path)
+        slug, slash, name = path[len("/sitemaps/"):].partition("/") \
+            if path.startswith("/sitemaps/") else ("", "", "")
+        # /sitemaps/<slug>/ belongs to the site with that slug, whatever another site's
+        # sitemap URL says: no site can shadow another's files there.
+        owner = self.routes.by_slug(slug) if slash else None
+        answer = self.site_host(environ, origin, path, owner)
         if answer is not None or not path.startswith("/sitemaps/"):
             return answer
-        slug, _, name = path[len("/sitemaps/"):].partition("/")
-        route = self.routes.by_slug(slug)
+        route = owner or self.routes.by_slug(slug)
         if route is None:
             return _text("404 Not Found", f"There is no site {slug!r}.\n")
         if name.startswith("view/"):
             return self.view(environ, route, name.removeprefix("view/"))
         return self.file(environ, route, name)
 
-    def site_host(self, environ: dict, origin: str, path: str) -> Answer | None:
+    def site_host(self, environ: dict, origin: str, path: str,
+                  owner: SiteRoute | None = None) -> Answer | None:
         """Requests to a site's own host: its sitemap files at their public paths, robots.txt,
         the key file. Tried first, so a site may keep its sitemaps in a /sitemaps/ folder."""
         if path.endswith(".txt"):
@@ -164,7 +174,8 @@ class PublicFiles:
                     return _text("200 OK", route.indexnow_key)
         # PATH_INFO carries the path's bytes as latin-1 (PEP 3333): compare them as bytes,
         # whatever encoding the site's folder names use.
-        candidates = self.routes.sitemap_candidates(origin, path.encode("latin-1", "replace"))
+        candidates = [(route, name) for route, name in self.routes.sitemap_candidates(
+            origin, path.encode("latin-1", "replace")) if owner is None or route.id == owner.id]
         for route, name in candidates:
             if route.key_beside_sitemap and name == f"{route.indexnow_key}.txt":
                 return _text("200 OK", route.indexnow_key)
@@ -200,7 +211,8 @@ class PublicFiles:
         if file is None or file.kind not in ("urlset", "index"):
             return _text("404 Not Found", f"Site {route.slug!r} publishes no sitemap {name!r}.\n")
         page = file.path.with_name(f".view-{file.name}.html")
-        headers = [("Content-Type", "text/html; charset=utf-8"), *COMMON]
+        headers = [("Content-Type", "text/html; charset=utf-8"), *COMMON,
+                   ("Content-Security-Policy", VIEW_POLICY)]
         try:
             if not page.exists():  # rendered once per generation, then sent like any file
                 with self._render_lock:
