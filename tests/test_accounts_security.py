@@ -247,6 +247,21 @@ def test_a_success_starts_the_count_again(client, ann):
     assert sign_in(client, "ann@example.com").status_code == 302
 
 
+def test_a_success_of_ones_own_account_does_not_reset_a_spray_at_others(client, ann, session):
+    """19 guesses at other accounts, a good sign-in of one's own, one more guess: the address
+    has failed 20 times and pauses, good password or not (the probe sprayed 57 this way)."""
+    create_user(session, "mallory@example.com", "mallory's own passphrase", "viewer")
+    session.commit()
+    for n in range(19):
+        assert sign_in(client, f"guess{n}@example.com", PASSWORD, STRANGER).status_code == 401
+    assert sign_in(client, "mallory@example.com", "mallory's own passphrase",
+                   STRANGER).status_code == 302
+    client.post("/sign-out", data={"csrf_token": token(client, "/")})
+    assert sign_in(client, "guess19@example.com", PASSWORD, STRANGER).status_code == 401
+    assert sign_in(client, "mallory@example.com", "mallory's own passphrase",
+                   STRANGER).status_code == 401
+
+
 def test_attempts_quiet_for_a_day_are_forgotten(client, session, ann):
     for _ in range(5):
         sign_in(client, "ann@example.com", "a wrong guess!", STRANGER)
@@ -281,10 +296,13 @@ def test_odd_sign_in_input_is_refused_not_an_error(client, ann, email, password,
 
 SHORT = "Elevenchars"
 COMMON = ["password1234", "qwerty123456", "Sunshine2024!!", "ILOVEYOU12345"]
-REASONS = {"short": "at least 12 characters", "common": "common password"}
+PLAIN = ["123456789012", " " * 12, "!!!!!!!!!!!!", "aaaaaaaaaaaa", "121212121212x"]
+REASONS = {"short": "at least 12 characters", "common": "common password",
+           "plain": "different characters"}
 
 
-@pytest.mark.parametrize(("password", "reason"), [(SHORT, "short")] + [(p, "common") for p in COMMON])
+@pytest.mark.parametrize(("password", "reason"), [(SHORT, "short")] + [
+    (p, "common") for p in COMMON] + [(p, "plain") for p in PLAIN])
 def test_creating_an_account_refuses_short_and_common_passwords(session, password, reason):
     with pytest.raises(InvalidValue) as refused:
         create_user(session, "bob@example.com", password)

@@ -175,8 +175,10 @@ def _checked_address(host: str, port: int, request: _Request) -> tuple:
     for *_, sockaddr in infos:
         reason = refusal(ipaddress.ip_address(sockaddr[0].split("%")[0]), request.policy.allow)
         if reason:
-            request.refused = (f"{host} is {sockaddr[0]}, {reason}; the server sends nothing "
-                               "there unless the operator allows it (OUTBOUND_ALLOW)")
+            # The address itself is not named: who reads the outcome need not learn how the
+            # server's resolver sees an inside name.
+            request.refused = (f"{host} resolves to {reason}; the server sends nothing there "
+                               "unless the operator allows it (OUTBOUND_ALLOW)")
             raise OSError(request.refused)
     return infos[0]
 

@@ -24,6 +24,7 @@ _EMAIL = re.compile(r"[^@\s]+@[^@\s]+")
 # Most frequent first; where it comes from is said at the top of the file.
 COMMON_PASSWORDS_FILE = Path(__file__).with_name("common_passwords.txt")
 # Digits, punctuation and spaces at either end: "Sunshine2024!" is "sunshine" with them added.
+MIN_DISTINCT_CHARACTERS = 5  # aaaaaaaaaaaa and 121212121212 are long, not strong
 _PADDING = re.compile(r"^[\W\d_]+|[\W\d_]+$")
 _ADVICE = "choose another (a few unrelated words make a good one)"
 
@@ -51,9 +52,14 @@ def _check_password(password: str) -> str:
     folded = password.lower()
     if folded in common_passwords():
         raise InvalidValue("password", masked, f"is a common password: {_ADVICE}")
-    if _PADDING.sub("", folded) in common_passwords():
+    core = _PADDING.sub("", folded)
+    if core in common_passwords():
         raise InvalidValue("password", masked, "is a common password with digits or symbols "
                            f"added: {_ADVICE}")
+    if not core or len(set(password)) < MIN_DISTINCT_CHARACTERS:
+        raise InvalidValue("password", masked, "must not be only digits, symbols or spaces, "
+                           f"and must use at least {MIN_DISTINCT_CHARACTERS} different "
+                           f"characters: {_ADVICE}")
     return password
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import random
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import datetime, timedelta
 
 from flask import Flask, current_app
@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 # one record with `deliver`.
 ENGINES = {"indexnow": indexnow, "gsc": gsc, "ping": ping}
 MAX_LANES = 16  # destination hosts sent to at once by one deliver()
+LOOK_AGAIN = 0.5  # seconds between looks for records that fell due while lanes run
 
 
 def announce(site_id: int, app: Flask | None = None, now: datetime | None = None) -> list[int]:
@@ -70,28 +71,37 @@ def deliver(app: Flask | None = None, now: datetime | None = None, site_id: int 
             hold: frozenset[str] = frozenset(), only: frozenset[int] | None = None,
             rng: random.Random | None = None) -> list[int]:
     """Make one attempt at every record that is due (of a site, not of held engines, only
-    some); ids of the records attempted.
+    some), including those falling due while it runs; ids of the records attempted.
 
-    Records go out in one lane per destination host, the lanes side by side: an engine that
-    answers slowly (up to the deadline of each request) holds back only its own records.
+    Records go out in one lane per destination host, the lanes side by side, and records of
+    other hosts that fall due meanwhile start at once: an engine that answers slowly (up to
+    the deadline of each request) holds back only its own records.
     """
     app = app or current_app
     app = getattr(app, "_get_current_object", lambda: app)()  # the lanes run in threads
-    config = app.config
-    lease = delivery_lease(config)
+    config, lease = app.config, delivery_lease(app.config)
     attempted: list[int] = []
-    with new_session(app) as session:
-        while ids := [i for i in ledger.due(session, now or utcnow(), lease, site_id, hold, only)
-                      if i not in attempted]:
-            attempted.extend(ids)
-            lanes = list(_lanes(session, ids, config).values())
+    running: dict[str, Future] = {}  # destination host -> its lane
+    waiting: dict[str, set[int]] = defaultdict(set)  # due records of a host whose lane runs
+    with new_session(app) as session, ThreadPoolExecutor(MAX_LANES,
+                                                         thread_name_prefix="deliver") as pool:
+        while True:
+            skip = set().union(*waiting.values())
+            ids = [i for i in ledger.due(session, now or utcnow(), lease, site_id, hold, only,
+                                         skip=skip) if i not in attempted]
+            for host, lane in _lanes(session, ids, config).items():
+                if host in running:
+                    waiting[host].update(lane)  # after the lane that host has now
+                    continue
+                attempted.extend(lane)
+                running[host] = pool.submit(_send_lane, app, lane, now, lease, rng)
             session.rollback()  # hold no transaction while the lanes run
-            with ThreadPoolExecutor(min(len(lanes), MAX_LANES),
-                                    thread_name_prefix="deliver") as pool:
-                for done in [pool.submit(_send_lane, app, lane, now, lease, rng)
-                             for lane in lanes]:
-                    done.result()
-    return attempted
+            if not running:
+                return attempted
+            done, _ = wait(running.values(), timeout=LOOK_AGAIN, return_when=FIRST_COMPLETED)
+            for host in [host for host, lane in running.items() if lane in done]:
+                running.pop(host).result()
+                waiting.pop(host, None)  # due again at the next look, in a lane of their own
 
 
 def _lanes(session: Session, ids: list[int], config: dict) -> dict[str, list[int]]:

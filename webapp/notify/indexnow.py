@@ -110,5 +110,6 @@ def deliver(site: Site, delivery: Delivery, config: dict) -> Answer:
     delivery.target = endpoint(site, config)
     meanings = {status: text.format(key_location=key_location(site), host=host(site))
                 for status, text in MEANINGS.items()}
-    return send("POST", delivery.target, Policy.of(config), json=payload(site, urls), meanings=meanings,
+    return send("POST", delivery.target, Policy.of(config), json=payload(site, urls),
+                meanings=meanings,
                 headers={"Content-Type": "application/json; charset=utf-8"})

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from datetime import datetime, timedelta
 from types import ModuleType
 
@@ -126,8 +126,9 @@ def start_from_now(session: Session, site_id: int, engine: str) -> None:
 
 def due(session: Session, now: datetime, lease: timedelta, site_id: int | None = None,
         hold: frozenset[str] = frozenset(), only: frozenset[int] | None = None,
-        limit: int = 100) -> list[int]:
-    """Ids of records to send now: pending and due, or claimed by a sender that went quiet."""
+        limit: int = 100, skip: Collection[int] = ()) -> list[int]:
+    """Ids of records to send now: pending and due, or claimed by a sender that went quiet
+    (but none of `skip`, records the caller already has in hand)."""
     query = select(Delivery.id).where(or_(
         and_(Delivery.status == "pending", Delivery.next_attempt_at <= now),
         and_(Delivery.status == "sending", Delivery.claimed_at < now - lease),
@@ -138,6 +139,8 @@ def due(session: Session, now: datetime, lease: timedelta, site_id: int | None =
         query = query.where(Delivery.engine.not_in(hold))
     if only is not None:
         query = query.where(Delivery.id.in_(only))
+    if skip:
+        query = query.where(Delivery.id.not_in(skip))
     return list(session.scalars(query))
 
 

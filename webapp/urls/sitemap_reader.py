@@ -11,9 +11,10 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import tempfile
 import zlib
-from collections.abc import Callable
-from typing import BinaryIO
+from collections.abc import Callable, Iterator
+from typing import IO, BinaryIO
 from urllib.parse import urlsplit
 
 from lxml import etree
@@ -24,6 +25,7 @@ from webapp.urls.importing import ImportFormatError
 NS = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
 MAX_FILE_BYTES = 52_428_800  # the protocol's ceiling for one uncompressed sitemap
 MAX_INDEX_FILES = 50_000
+SPOOL_BYTES = 8 << 20  # rows kept in memory before they go to a temporary file
 FIELDS = ("loc", "lastmod", "changefreq", "priority")
 
 
@@ -66,11 +68,11 @@ def _opened(source: bytes | BinaryIO, name: str) -> BinaryIO:
     return _Capped(stream, name)
 
 
-def _elements(source: bytes | BinaryIO, name: str) -> tuple[str, list[dict[str, str]]]:
-    """('urlset' or 'sitemapindex', the entries with their protocol fields)."""
+def _entries(source: bytes | BinaryIO, name: str) -> Iterator[tuple[str, dict[str, str]]]:
+    """(the file's kind, 'urlset' or 'sitemapindex'; an entry with its protocol fields) for
+    each <url> or <sitemap>, as the file is read: nothing of it is held but the entry."""
     parser_options = {"resolve_entities": False, "no_network": True, "huge_tree": False,
                       "remove_comments": True}
-    entries: list[dict[str, str]] = []
     root_tag = None
     try:
         for event, element in etree.iterparse(_opened(source, name),
@@ -80,13 +82,14 @@ def _elements(source: bytes | BinaryIO, name: str) -> tuple[str, list[dict[str, 
                     root_tag = element.tag
                     if root_tag not in (f"{NS}urlset", f"{NS}sitemapindex"):
                         raise ImportFormatError(
-                            f"{name} is not a sitemap: its root element <{etree.QName(root_tag).localname}> "
-                            f"is not urlset or sitemapindex in the namespace {NS[1:-1]}")
+                            f"{name} is not a sitemap: its root element "
+                            f"<{etree.QName(root_tag).localname}> is not urlset or "
+                            f"sitemapindex in the namespace {NS[1:-1]}")
                 continue
             if element.tag in (f"{NS}url", f"{NS}sitemap"):
-                entries.append({field: (child.text or "").strip()
-                                for field in FIELDS
-                                if (child := element.find(f"{NS}{field}")) is not None})
+                yield root_tag.removeprefix(NS), {
+                    field: (child.text or "").strip() for field in FIELDS
+                    if (child := element.find(f"{NS}{field}")) is not None}
                 element.clear()
                 while element.getprevious() is not None:  # done with: let the tree not grow
                     del element.getparent()[0]
@@ -94,20 +97,22 @@ def _elements(source: bytes | BinaryIO, name: str) -> tuple[str, list[dict[str, 
         raise ImportFormatError(f"{name} is not well-formed XML: {exc}") from None
     if root_tag is None:
         raise ImportFormatError(f"{name} is empty")
-    return root_tag.removeprefix(NS), entries
 
 
 def read_sitemap(data: bytes | BinaryIO, name: str, allowed_hosts: set[str], policy: Policy,
-                 get: Callable[..., bytes] = fetch) -> list[dict[str, str]]:
-    """Every <url> of a sitemap, following an index one level (indexes do not nest)."""
-    kind, entries = _elements(data, name)
-    if kind == "urlset":
-        return entries
-    if len(entries) > MAX_INDEX_FILES:
-        raise ImportFormatError(f"{name} lists {len(entries)} sitemaps; an index may list "
-                                f"at most {MAX_INDEX_FILES}")
-    urls: list[dict[str, str]] = []
-    for entry in entries:
+                 get: Callable[..., bytes] = fetch) -> Iterator[dict[str, str]]:
+    """Every <url> of a sitemap as it is read, following an index one level (indexes do not
+    nest): the files an index lists are fetched one at a time."""
+    children: list[dict[str, str]] = []
+    for kind, entry in _entries(data, name):
+        if kind == "urlset":
+            yield entry
+            continue
+        children.append(entry)
+        if len(children) > MAX_INDEX_FILES:
+            raise ImportFormatError(f"{name} lists more than {MAX_INDEX_FILES} sitemaps, the "
+                                    "most an index may list")
+    for entry in children:
         child = entry.get("loc", "")
         parts = urlsplit(child)
         if parts.scheme not in ("http", "https") or parts.netloc not in allowed_hosts:
@@ -118,21 +123,28 @@ def read_sitemap(data: bytes | BinaryIO, name: str, allowed_hosts: set[str], pol
             body = get(child, policy, max_bytes=MAX_FILE_BYTES)
         except OutboundError as exc:
             raise ImportFormatError(f"{child} could not be fetched: {exc.meaning}") from None
-        child_kind, child_entries = _elements(body, child)
-        if child_kind != "urlset":
-            raise ImportFormatError(f"{child} is an index inside an index; indexes do not nest")
-        urls.extend(child_entries)
-    return urls
+        for kind, url in _entries(body, child):
+            if kind != "urlset":
+                raise ImportFormatError(f"{child} is an index inside an index; indexes do "
+                                        "not nest")
+            yield url
 
 
 def sitemap_stream(data: bytes | BinaryIO, name: str, site_url: str, source_url: str | None,
-                   policy: Policy) -> io.StringIO:
-    """A sitemap's URLs as the CSV stream `import_urls` reads (header first)."""
+                   policy: Policy) -> IO[str]:
+    """A sitemap's URLs as the CSV stream `import_urls` reads (header first): in memory while
+    small, then in a temporary file, so an index of many large files fits in neither's way.
+    The whole sitemap is read before any row is imported: it is imported whole or not at all."""
     hosts = {urlsplit(site_url).netloc} | ({urlsplit(source_url).netloc} if source_url else set())
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(FIELDS)
-    for entry in read_sitemap(data, name, hosts, policy):
-        writer.writerow([entry.get(field, "") for field in FIELDS])
-    out.seek(0)
+    out = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES, mode="w+", encoding="utf-8",
+                                        newline="")
+    try:
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(FIELDS)
+        for entry in read_sitemap(data, name, hosts, policy):
+            writer.writerow([entry.get(field, "") for field in FIELDS])
+        out.seek(0)
+    except BaseException:
+        out.close()
+        raise
     return out

@@ -51,13 +51,20 @@ def open_import(source: Path | bytes, name: str, site_url: str, source_url: str 
     """The rows to import from a file or from bytes, as the CSV text `import_urls` reads.
 
     `name` says which file in messages; `source_url`, where a fetched sitemap came from, is the
-    other host an index may list files on besides the site's (`site_url`).
+    other host an index may list files on besides the site's (`site_url`). What was fetched
+    must be a sitemap.
     """
     if isinstance(source, Path):
         with open(source, "rb") as raw:
             head = raw.read(512)
     else:
         head = source[:512]
+    if source_url is not None and not looks_like_sitemap(head):
+        # A fetched answer is never read as rows: rejected rows are shown with their text,
+        # and what an address answers is not for every viewer of the report to read.
+        raise ImportFormatError(f"{name} is not a sitemap (XML, or XML compressed with gzip): "
+                                "only sitemaps are imported from an address; download a CSV "
+                                "or a list of URLs and upload the file instead")
     if looks_like_sitemap(head):
         with open(source, "rb") if isinstance(source, Path) else io.BytesIO(source) as data, \
                 sitemap_stream(data, name, site_url, source_url, policy) as stream:

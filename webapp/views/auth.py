@@ -150,7 +150,14 @@ def sign_in(session: Session, email: str, password: str, address: str | None,
     right = verify_password(user or User(password_hash=_DUMMY_HASH), password)
     if not (allowed and right and user is not None):
         raise SignInRefused(REFUSED)
-    session.execute(delete(SignInThrottle).where(SignInThrottle.key.in_(keys)))
+    # A success clears the e-mail's count at this address, and takes back its own attempt from
+    # the address's count: failures there still add up, so one good account of one's own does
+    # not reset a spray of guesses at others.
+    session.execute(delete(SignInThrottle).where(SignInThrottle.key == keys[1]))
+    session.execute(update(SignInThrottle).where(SignInThrottle.key == keys[0])
+                    .values(attempts=case((SignInThrottle.attempts > 0,
+                                           SignInThrottle.attempts - 1), else_=0))
+                    .execution_options(synchronize_session=False))
     user.last_sign_in_at = now
     return user
 
