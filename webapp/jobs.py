@@ -181,7 +181,7 @@ def regenerate_now(site_id: int, app: Flask | None = None,
                    progress: Callable[[int, int], None] | None = None) -> str:
     """"Regenerate now" of the dashboard and the API: generate, then announce what changed;
     the outcome in a sentence, or RuntimeError when the generation failed."""
-    app = app or current_app
+    app = app or current_app._get_current_object()  # notify sends from threads
     generation = regenerate(site_id, app, progress=progress)
     if generation.status == "failed":
         raise RuntimeError(f"generation {generation.id} failed: {generation.error}")

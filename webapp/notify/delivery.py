@@ -15,6 +15,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import datetime, timedelta
 
 from flask import Flask, current_app
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -58,7 +59,7 @@ def notify_site(site_id: int, app: Flask | None = None,
                 hold: frozenset[str] = frozenset()) -> tuple[list[int], list[int]]:
     """Plan what the site's published sitemaps changed and send what is due for the site:
     (ids planned, ids attempted)."""
-    app = app or current_app
+    app = app or current_app._get_current_object()
     return announce(site_id, app), deliver(app, site_id=site_id, hold=hold)
 
 
@@ -77,8 +78,7 @@ def deliver(app: Flask | None = None, now: datetime | None = None, site_id: int 
     other hosts that fall due meanwhile start at once: an engine that answers slowly (up to
     the deadline of each request) holds back only its own records.
     """
-    app = app or current_app
-    app = getattr(app, "_get_current_object", lambda: app)()  # the lanes run in threads
+    app = app or current_app._get_current_object()  # the lanes run in threads of their own
     config, lease = app.config, delivery_lease(app.config)
     attempted: list[int] = []
     running: dict[str, Future] = {}  # destination host -> its lane
@@ -106,10 +106,13 @@ def deliver(app: Flask | None = None, now: datetime | None = None, site_id: int 
 
 def _lanes(session: Session, ids: list[int], config: dict) -> dict[str, list[int]]:
     """The records by the host they will be sent to, in the order they are due."""
+    deliveries = {d.id: d for d in session.scalars(select(Delivery).where(Delivery.id.in_(ids)))}
+    sites = {s.id: s for s in session.scalars(select(Site).where(
+        Site.id.in_({d.site_id for d in deliveries.values()})))}
     lanes: dict[str, list[int]] = defaultdict(list)
     for delivery_id in ids:
-        delivery = session.get(Delivery, delivery_id)
-        site = session.get(Site, delivery.site_id) if delivery is not None else None
+        delivery = deliveries.get(delivery_id)
+        site = sites.get(delivery.site_id) if delivery is not None else None
         where = address(ENGINES[delivery.engine].destination(site, delivery, config)) \
             if site is not None else ""
         lanes[where].append(delivery_id)

@@ -76,11 +76,12 @@ def plan(session: Session, site: Site, engines: Mapping[str, ModuleType], config
         planned.append(delivery)
         return delivery
 
+    published = _latest(session, site.id, ("succeeded",))
     for name, engine in engines.items():
         if engine.ANNOUNCES == "urls":
             _plan_urls(session, site, name, engine, record)
         else:
-            _plan_sitemap(session, site, name, engine.targets(site), record)
+            _plan_sitemap(session, site, name, published, engine.targets(site), record)
     session.flush()
     return planned
 
@@ -107,10 +108,9 @@ def _plan_urls(session: Session, site: Site, name: str, engine: ModuleType,
     set_position(session, site.id, name, upto, expected=start)
 
 
-def _plan_sitemap(session: Session, site: Site, name: str, targets: list[str | None],
-                  record: Callable[..., Delivery]) -> None:
+def _plan_sitemap(session: Session, site: Site, name: str, published: Generation | None,
+                  targets: list[str | None], record: Callable[..., Delivery]) -> None:
     """A record per target for the newest published generation, if the engine has not had it."""
-    published = _latest(session, site.id, ("succeeded",))
     start = _position(session, site.id, name)
     if published is None or published.id <= start or not targets:
         return

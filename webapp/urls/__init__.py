@@ -26,10 +26,7 @@ _HOMES = {
 
 _MODULES = ("health",)  # used as a whole: health.warnings(...)
 
-__all__ = ["COLUMNS", "ITEM_FIELDS", "ImportFormatError", "ImportReport", "MAX_ITEMS",
-           "SyncReport", "changed_locs", "check_url", "committed_change_seq", "delete_locs",
-           "delete_url", "delete_urls", "fetch_source", "health", "import_urls",
-           "next_change_seq", "open_import", "save_url", "starting_with", "upsert_urls"]
+__all__ = [*_MODULES, *_HOMES]
 
 
 def __getattr__(name: str) -> object:

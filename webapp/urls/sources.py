@@ -48,7 +48,8 @@ def fetch_source(site: Site, url: str, policy: Policy) -> bytes:
 @contextmanager
 def open_import(source: Path | bytes, name: str, site_url: str, source_url: str | None,
                 policy: Policy) -> Iterator[TextIO]:
-    """The rows to import from a file or from bytes, as the CSV text `import_urls` reads.
+    """The rows to import from a file or from fetched bytes, as the CSV text `import_urls`
+    reads.
 
     `name` says which file in messages; `source_url`, where a fetched sitemap came from, is the
     other host an index may list files on besides the site's (`site_url`). What was fetched
@@ -59,24 +60,16 @@ def open_import(source: Path | bytes, name: str, site_url: str, source_url: str 
             head = raw.read(512)
     else:
         head = source[:512]
-    if source_url is not None and not looks_like_sitemap(head):
+    if looks_like_sitemap(head):
+        with open(source, "rb") if isinstance(source, Path) else io.BytesIO(source) as data, \
+                sitemap_stream(data, name, site_url, source_url, policy) as stream:
+            yield stream
+    elif source_url is None and isinstance(source, Path):
+        with open(source, encoding="utf-8-sig", newline="") as stream:
+            yield stream
+    else:
         # A fetched answer is never read as rows: rejected rows are shown with their text,
         # and what an address answers is not for every viewer of the report to read.
         raise ImportFormatError(f"{name} is not a sitemap (XML, or XML compressed with gzip): "
                                 "only sitemaps are imported from an address; download a CSV "
                                 "or a list of URLs and upload the file instead")
-    if looks_like_sitemap(head):
-        with open(source, "rb") if isinstance(source, Path) else io.BytesIO(source) as data, \
-                sitemap_stream(data, name, site_url, source_url, policy) as stream:
-            yield stream
-    elif isinstance(source, Path):
-        with open(source, encoding="utf-8-sig", newline="") as stream:
-            yield stream
-    else:
-        try:
-            text = source.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise ImportFormatError(f"the file cannot be read as UTF-8 CSV or text: {exc}") \
-                from None
-        with io.StringIO(text, newline="") as stream:
-            yield stream
