@@ -102,6 +102,10 @@ def app(database_url, tmp_path):
         "NOTIFY_RETRY_SECONDS": 60,
         # The fake engines and sites of the tests listen on the loopback address.
         "OUTBOUND_ALLOW": "127.0.0.1",
+        # Work asked for runs where it is asked, at once; delayed work waits for the clock.
+        # Tests of real workers and brokers make apps of their own (test_workers.py).
+        "CELERY_BROKER_URL": "memory://",
+        "CELERY_TASK_ALWAYS_EAGER": True,
     })
     yield app
     app.extensions["db_engine"].dispose()

@@ -1,12 +1,17 @@
 """Peers that misbehave, for the security tests: a server on 127.0.0.1 that drips its answer a
-byte at a time; and ways to wait for a condition instead of a duration."""
+byte at a time; ways to wait for a condition instead of a duration; and the app's own
+processes (workers, schedulers) started for a test."""
 
 from __future__ import annotations
 
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from sqlalchemy import text
 
@@ -100,3 +105,49 @@ def waiting_on_locks(session, count: int):
         return session.execute(text("SELECT count(*) FROM pg_stat_activity "
                                     "WHERE wait_event_type = 'Lock'")).scalar() >= count
     return waiting
+
+
+class AppProcesses:
+    """`flask --app webapp ...` processes of a test (workers, schedulers), each logging to a
+    file of its own (a pipe nobody reads would fill and stop the process); all stopped at the
+    end, by SIGTERM and then, if they linger, SIGKILL."""
+
+    def __init__(self, folder: Path, env: dict[str, str]):
+        self.folder, self.env, self.started = folder, env, []
+
+    def start(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+        log = self.folder / f"{args[0]}-{len(self.started)}.log"
+        with open(log, "wb") as output:  # the process has its own copy
+            process = subprocess.Popen(
+                [sys.executable, "-m", "flask", "--app", "webapp", *args],
+                env={**self.env, **(env or {})}, stdout=subprocess.DEVNULL, stderr=output)
+        process.log = log
+        self.started.append(process)
+        return process
+
+    def worker(self, *args: str, **kwargs) -> subprocess.Popen:
+        return self.start("worker", "--concurrency", "1", *args, **kwargs)
+
+    def scheduler(self, **kwargs) -> subprocess.Popen:
+        return self.start("scheduler", "run", **kwargs)
+
+    @staticmethod
+    def stop(process: subprocess.Popen, timeout: float = 60) -> str:
+        """SIGTERM (a worker finishes the task in hand); the process's log."""
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        return process.log.read_text(errors="replace")
+
+    def __enter__(self) -> AppProcesses:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for process in self.started:
+            if process.poll() is None:
+                process.kill()
+                process.wait()

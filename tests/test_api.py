@@ -469,7 +469,7 @@ def test_notify_now_runs_in_the_background(api, shop):
     answer = api.post("/sites/shop/notify")
     assert answer.status_code == 202
     assert wait_for(api, answer.headers["Location"])["message"] == \
-        "0 announcements planned, 0 sent"
+        "Nothing to announce: no generation changed anything since the last time."
 
 
 def test_history_is_paged_newest_first(api, session, shop):

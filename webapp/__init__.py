@@ -15,7 +15,7 @@ def create_app(overrides: Mapping[str, object] | None = None) -> Flask:
     # worker process needs the protocol rules and none of the web application.
     from flask import Flask
 
-    from webapp import cli, config, db, sitemaps
+    from webapp import cli, config, db, sitemaps, tasks
     from webapp.views import api, auth, dashboard, http, public, status
 
     settings = config.load(overrides)
@@ -24,6 +24,7 @@ def create_app(overrides: Mapping[str, object] | None = None) -> Flask:
     app.config.update(settings)
     db.init_app(app)
     sitemaps.init_app(app)
+    tasks.init_app(app)  # background work goes to Celery workers
     public.init_app(app)  # crawlers are answered before Flask sees the request
     http.init_app(app)  # proxy headers, CSRF, security headers, error pages
     auth.init_app(app)

@@ -189,6 +189,11 @@ def load(overrides: Mapping[str, object] | None = None, environ: Mapping[str, st
     if "SECURE_COOKIES" not in overrides:
         # On behind HTTPS (the browser then sends the session cookie over HTTPS only).
         settings["SECURE_COOKIES"] = env_flag("SECURE_COOKIES", False, environ)
+    if "CELERY_BROKER_URL" not in overrides:
+        # Where background work is queued for the workers. Unset: a folder of the instance
+        # (kombu's filesystem transport), enough for web, scheduler and workers on one machine.
+        settings["CELERY_BROKER_URL"] = env_str("CELERY_BROKER_URL", "", environ)
+    settings.setdefault("CELERY_TASK_ALWAYS_EAGER", False)  # tests: run each task where asked
     if "SCHEDULER_TICK_SECONDS" not in overrides:
         settings["SCHEDULER_TICK_SECONDS"] = env_int("SCHEDULER_TICK_SECONDS", 5, minimum=1,
                                                      maximum=3600, environ=environ)

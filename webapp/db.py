@@ -78,7 +78,9 @@ def make_engine(url: str) -> Engine:
 def init_app(app: Flask) -> None:
     engine = make_engine(app.config["DATABASE_URL"])
     app.extensions["db_engine"] = engine
-    app.extensions["db_sessionmaker"] = sessionmaker(engine, expire_on_commit=False)
+    # Each session knows its app, for what runs after its commits (urls.changes).
+    app.extensions["db_sessionmaker"] = sessionmaker(engine, expire_on_commit=False,
+                                                     info={"app": app})
     app.teardown_appcontext(_close_request_session)
 
 

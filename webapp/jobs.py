@@ -1,4 +1,5 @@
-"""The work a worker runs for a site: generate and publish, roll back, "regenerate now".
+"""The work a worker runs for a site: generate and publish when due, roll back, "regenerate
+now".
 
 Job functions are importable and module-level, each owning its own transactions, and safe to
 run twice or by two processes at once: a run holds the site's lease (leases.py) and is
@@ -17,6 +18,7 @@ from sqlalchemy.orm import Session
 from webapp import leases, notify
 from webapp.db import new_session
 from webapp.errors import NotFound
+from webapp.leases import SiteBusy
 from webapp.models import Generation, Site, utcnow
 from webapp.sitemaps import (
     Limits,
@@ -26,6 +28,7 @@ from webapp.sitemaps import (
     get_store,
     republish_site,
 )
+from webapp.scheduler import next_run
 from webapp.urls import committed_change_seq
 
 log = logging.getLogger(__name__)
@@ -188,3 +191,59 @@ def regenerate_now(site_id: int, app: Flask | None = None,
     planned, _ = notify.notify_site(site_id, app)
     return (f"generation {generation.id}: {generation.status}, {generation.url_count} URLs "
             f"in {generation.file_count} files; {len(planned)} announcements planned")
+
+
+def max_wait(site: Site) -> timedelta:
+    """The longest that changes wait while edits keep coming: ten delays, at least a minute."""
+    return timedelta(seconds=max(10 * site.change_delay, 60))
+
+
+def due(site, now: datetime) -> tuple[bool, bool]:
+    """(its schedule is due, URL changes are ready: quiet for change_delay since the last one,
+    or waiting for max_wait since the first; not while a failed run's retry time is ahead).
+
+    `site` is a Site or a row with the same columns."""
+    scheduled = site.schedule != "off" and (site.next_run_at is None or site.next_run_at <= now)
+    quiet = site.changed_at is None or site.changed_at + timedelta(seconds=site.change_delay) <= now
+    overdue = site.pending_since is not None and site.pending_since + max_wait(site) <= now
+    changed = site.change_seq > site.generated_seq and (quiet or overdue) and (
+        site.retry_at is None or site.retry_at <= now)
+    return scheduled, changed
+
+
+def changes_ready_at(site: Site) -> datetime | None:
+    """When the site's waiting changes will be ready to generate (None: none wait)."""
+    if site.change_seq <= site.generated_seq:
+        return None
+    ready = site.changed_at + timedelta(seconds=site.change_delay) if site.changed_at else utcnow()
+    if site.pending_since is not None:
+        ready = min(ready, site.pending_since + max_wait(site))
+    return max(ready, site.retry_at) if site.retry_at else ready
+
+
+def regenerate_if_due(site_id: int, app: Flask | None = None,
+                      now: datetime | None = None) -> Generation | None:
+    """The scheduled and after-change run of a site: generate if its schedule or its changes
+    say so (asked again once the lease is held), then plan the announcements of what changed.
+
+    None when nothing was due, or another process is generating the site."""
+    app = app or current_app._get_current_object()
+    now = now or utcnow()
+
+    def still_due(session: Session, site: Site) -> bool:
+        scheduled, changed = due(site, now)
+        if scheduled:
+            site.next_run_at = next_run(site.schedule, site.timezone, now)
+            session.commit()
+        return scheduled or changed
+
+    try:
+        generation = regenerate(site_id, app, when=still_due)
+    except SiteBusy:
+        return None  # another process is on it
+    if generation is not None and generation.status in ("succeeded", "unchanged"):
+        try:
+            notify.announce(site_id, app)
+        except Exception:  # planned again after the next generation
+            log.exception("announcements of site %s could not be planned", site_id)
+    return generation

@@ -11,7 +11,9 @@ from sqlalchemy import (
     Float,
     ForeignKey,
     Index,
+    JSON,
     Integer,
+    LargeBinary,
     String,
     Text,
     UniqueConstraint,
@@ -96,6 +98,9 @@ class Site(Timestamps, Base):
     # Who is generating the site now (host:pid), until when at the latest.
     run_owner: Mapped[str | None] = mapped_column(String(160))
     run_lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # When the regeneration task already in the queue for this site is due: a burst of
+    # changes enqueues one task, not one per change (tasks.soon).
+    run_queued_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     urls: Mapped[list[Url]] = relationship(back_populates="site", passive_deletes=True)
     generations: Mapped[list[Generation]] = relationship(back_populates="site", passive_deletes=True)
@@ -367,3 +372,33 @@ class SignInThrottle(Base):
 
     def __repr__(self) -> str:
         return f"<SignInThrottle {self.key[:8]} attempts={self.attempts}>"
+
+
+class Task(Base):
+    """A piece of background work asked for by a person or a program (regenerate now, notify
+    now, import, pre-flight), and how far it got: any web node can show it.
+
+    `payload` holds what the work needs that only the asking node had (an uploaded file), so a
+    worker on another machine can run it; it is cleared once the work has read it."""
+
+    __tablename__ = "tasks"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(40))
+    site_id: Mapped[int | None] = mapped_column(ForeignKey("sites.id", ondelete="SET NULL"),
+                                                index=True)
+    site_label: Mapped[str] = mapped_column(String(200))  # the slug when it was asked for
+    status: Mapped[str] = mapped_column(String(16), default="queued")  # running, done, failed
+    done: Mapped[int] = mapped_column(BigInteger, default=0)
+    total: Mapped[int | None] = mapped_column(BigInteger)
+    message: Mapped[str] = mapped_column(Text, default="")
+    result: Mapped[dict | None] = mapped_column(JSON)  # figures others read (an import's rejects)
+    worker: Mapped[str | None] = mapped_column(String(160))  # host:pid:token running it
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    payload: Mapped[bytes | None] = mapped_column(LargeBinary, deferred=True)
+
+    def __repr__(self) -> str:
+        return f"<Task {self.id} {self.kind} {self.status}>"

@@ -41,10 +41,10 @@ def friendly_errors(command):
     return wrapper
 
 
-
 def init_app(app: Flask) -> None:
-    from webapp.cli import notify, scheduler, sitemaps, sites, tokens, urls, users
+    from webapp.cli import notify, scheduler, sitemaps, sites, tokens, urls, users, worker
 
     for module in (sites, urls, sitemaps, notify, scheduler, users, tokens):
         app.cli.add_command(module.group)
     app.cli.add_command(notify.notify_command)
+    app.cli.add_command(worker.worker)

@@ -1,10 +1,11 @@
 """The clock of the scheduler process: one job list with explicit ids, started only by
 `flask --app webapp scheduler run`, never inside web workers or the reloader.
 
-Schedules live in the database, not in the scheduler: each tick reads which sites are due, so
-a changed schedule takes effect at the next tick and a deleted site simply stops being found.
-Every run takes the site's lease and every delivery is claimed, so two scheduler processes
-on one database (a standby, or a mistake) never do the same work twice.
+The clock decides and enqueues; Celery workers do the work. Schedules live in the database,
+not in the scheduler: each tick reads which sites are due, so a changed schedule takes effect
+at the next tick and a deleted site simply stops being found. A site gets one queued run at
+a time, every run takes the site's lease and every delivery is claimed, so two scheduler
+processes on one database (a standby, or a mistake) never do the same work twice.
 """
 
 from __future__ import annotations
@@ -22,72 +23,62 @@ from sqlalchemy import or_, select
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session
 
-from webapp import jobs, leases, notify
+from webapp import jobs, leases, notify, tasks
 from webapp.db import new_session
-from webapp.leases import SiteBusy
 from webapp.models import Generation, Site, utcnow
-from webapp.scheduler.schedules import next_run
 
 log = logging.getLogger(__name__)
 
 
-def max_wait(site: Site) -> timedelta:
-    """The longest that changes wait while edits keep coming: ten delays, at least a minute."""
-    return timedelta(seconds=max(10 * site.change_delay, 60))
-
-
-def _due(site: Site, now: datetime) -> tuple[bool, bool]:
-    """(its schedule is due, URL changes are ready: quiet for change_delay since the last one,
-    or waiting for max_wait since the first; not while a failed run's retry time is ahead)."""
-    scheduled = site.schedule != "off" and (site.next_run_at is None or site.next_run_at <= now)
-    quiet = site.changed_at is None or site.changed_at + timedelta(seconds=site.change_delay) <= now
-    overdue = site.pending_since is not None and site.pending_since + max_wait(site) <= now
-    changed = site.change_seq > site.generated_seq and (quiet or overdue) and (
-        site.retry_at is None or site.retry_at <= now)
-    return scheduled, changed
-
-
 def run_due_sites(app: Flask, now: datetime | None = None) -> list[Generation]:
-    """Generate every site that is due, then plan its announcements; the runs made.
-
-    After downtime a site whose schedule was missed many times runs once (coalesced), and its
-    next run is counted from now.
-    """
+    """Generate, here and now, every site that is due, then plan its announcements; the runs
+    made (`scheduler run --once`). After downtime a site whose schedule was missed many times
+    runs once (coalesced), and its next run is counted from now."""
     now = now or utcnow()
-    with new_session(app) as session:
-        candidates = session.scalars(select(Site).where(or_(
-            Site.schedule != "off", Site.change_seq > Site.generated_seq)).order_by(Site.id)).all()
-        due_ids = [site.id for site in candidates if any(_due(site, now))]
-
-    def still_due(session: Session, site: Site) -> bool:
-        scheduled, changed = _due(site, now)  # read again under the lease
-        if scheduled:
-            site.next_run_at = next_run(site.schedule, site.timezone, now)
-            session.commit()
-        return scheduled or changed
-
     generations = []
-    for site_id in due_ids:
+    for site_id in _due_ids(app, now):
         try:
-            generation = jobs.regenerate(site_id, app, when=still_due)
-        except SiteBusy:
-            continue  # another process is on it
+            generation = jobs.regenerate_if_due(site_id, app, now)
         except Exception:
             log.exception("scheduled run of site %s could not start", site_id)
             continue
-        if generation is None:
-            continue
-        generations.append(generation)
-        if generation.status in ("succeeded", "unchanged"):
-            try:
-                notify.announce(site_id, app)
-            except Exception:  # planned again after the next generation; other sites go on
-                log.exception("announcements of site %s could not be planned", site_id)
+        if generation is not None:
+            generations.append(generation)
     return generations
 
 
+def _due_ids(app: Flask, now: datetime) -> list[int]:
+    with new_session(app) as session:
+        rows = session.execute(select(
+            Site.id, Site.schedule, Site.next_run_at, Site.changed_at, Site.change_delay,
+            Site.pending_since, Site.change_seq, Site.generated_seq, Site.retry_at).where(
+            or_(Site.schedule != "off", Site.change_seq > Site.generated_seq))
+            .order_by(Site.id)).all()
+    return [row.id for row in rows if any(jobs.due(row, now))]
+
+
+def enqueue_due_sites(app: Flask, now: datetime | None = None) -> list[int]:
+    """The tick: queue a run of every site that is due and has none queued; the ids queued."""
+    queued = tasks.queue_due(app, now or utcnow())
+    if queued:
+        log.info("queued %d due sites", len(queued))
+    return queued
+
+
 def deliver_due(app: Flask) -> None:
+    """Deliver due announcements here and now (`scheduler run --once`)."""
     notify.deliver(app)
+
+
+def enqueue_delivery(app: Flask) -> None:
+    """The tick: when any announcement is due, queue a delivery; forget old task records."""
+    now = utcnow()
+    with new_session(app) as session:
+        due = notify.due(session, now, notify.delivery_lease(app.config), limit=1)
+        tasks.prune(session, now)
+        session.commit()
+    if due:
+        tasks.enqueue(app, "deliver")
 
 
 def _database_may_fail(job: Callable[[Flask], object]) -> Callable[[Flask], None]:
@@ -111,10 +102,10 @@ def add_jobs(scheduler: BaseScheduler, app: Flask) -> None:
     tick = IntervalTrigger(seconds=app.config["SCHEDULER_TICK_SECONDS"], timezone=UTC)
     options = {"coalesce": True, "max_instances": 1, "misfire_grace_time": None,
                "replace_existing": True, "next_run_time": datetime.now(UTC)}  # first tick at once
-    scheduler.add_job(_database_may_fail(run_due_sites), tick, args=[app],
-                      id="regenerate-due-sites", **options)
-    scheduler.add_job(_database_may_fail(deliver_due), tick, args=[app],
-                      id="deliver-due-announcements", **options)
+    scheduler.add_job(_database_may_fail(enqueue_due_sites), tick, args=[app],
+                      id="queue-due-sites", **options)
+    scheduler.add_job(_database_may_fail(enqueue_delivery), tick, args=[app],
+                      id="queue-due-announcements", **options)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,8 @@ function followTask(section) {
       bar.value = task.done;
       count.textContent = `${task.done.toLocaleString()} of ${task.total.toLocaleString()}`;
     }
-    if (task.status === "running") {
+    if (task.status === "queued" || task.status === "running") {
+      status.textContent = task.status === "queued" ? "Waiting for a worker…" : "Working…";
       setTimeout(poll, 500);
       return;
     }
@@ -40,5 +41,5 @@ function followTask(section) {
 
 document.addEventListener("DOMContentLoaded", () => {
   const section = document.querySelector("[data-task]");
-  if (section && document.getElementById("task-status").textContent === "Working…") followTask(section);
+  if (section && section.dataset.finished !== "yes") followTask(section);
 });

@@ -17,11 +17,12 @@ _HOMES = {
     "ITEM_FIELDS": "bulk", "MAX_ITEMS": "bulk", "SyncReport": "bulk", "delete_locs": "bulk",
     "upsert_urls": "bulk",
     "changed_locs": "changes", "committed_change_seq": "changes", "next_change_seq": "changes",
+    "urls_changed": "changes",
     "check_url": "edit", "delete_url": "edit", "delete_urls": "edit", "save_url": "edit",
     "starting_with": "edit",
     "COLUMNS": "importing", "ImportFormatError": "importing", "ImportReport": "importing",
     "import_urls": "importing",
-    "fetch_source": "sources", "open_import": "sources",
+    "check_source_url": "sources", "fetch_source": "sources", "open_import": "sources",
 }
 
 _MODULES = ("health",)  # used as a whole: health.warnings(...)

@@ -10,21 +10,45 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from blinker import Namespace
 from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session
 
+from webapp.db import after_commit
 from webapp.models import Site, Url, utcnow
+
+# Sent with (app, site_id=...) once a transaction that changed URLs of the site has
+# committed: the work queue listens, to regenerate the site soon.
+urls_changed = Namespace().signal("urls-changed")
 
 
 def next_change_seq(session: Session, site_id: int) -> int:
     """A new change number for the URLs this transaction writes in the site."""
     now = utcnow()
-    return session.execute(
+    seq = session.execute(
         update(Site).where(Site.id == site_id)
         .values(change_seq=Site.change_seq + 1, changed_at=now,
                 pending_since=func.coalesce(Site.pending_since, now))
         .returning(Site.change_seq).execution_options(synchronize_session=False)
     ).scalar_one()
+    _tell_after_commit(session, site_id)
+    return seq
+
+
+def _tell_after_commit(session: Session, site_id: int) -> None:
+    """Send `urls_changed` for the site once this transaction commits (once per transaction)."""
+    told = session.info.setdefault("urls_changed", set())
+    key = (id(session.get_transaction()), site_id)
+    app = session.info.get("app")
+    if key in told or app is None:
+        return
+    told.add(key)
+
+    def tell() -> None:
+        told.discard(key)
+        urls_changed.send(app, site_id=site_id)
+
+    after_commit(session, tell)
 
 
 def hold_site(session: Session, site_id: int) -> None:

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from flask import current_app, jsonify, request, url_for
 from sqlalchemy import select
 
-from webapp import jobs, notify
+from webapp import tasks
 from webapp.db import get_session
 from webapp.leases import gone
 from webapp.models import Delivery, Generation, Site, utcnow
-from webapp.views import background
 from webapp.views.api import ApiError, access, bp, isoformat, load_site, query_int, writes
 
 
@@ -34,17 +31,18 @@ def announcement_json(delivery: Delivery) -> dict:
 
 
 def task_json(state: dict) -> dict:
-    def moment(seconds: float | None) -> str | None:
-        return None if seconds is None else datetime.fromtimestamp(seconds, UTC).isoformat()
-
     return {"id": state["id"], "kind": state["kind"], "site": state["site"],
             "status": state["status"], "done": state["done"], "total": state["total"],
-            "message": state["message"], "started_at": moment(state["started"]),
-            "finished_at": moment(state.get("finished"))}
+            "message": state["message"], "created_at": isoformat(state["created_at"]),
+            "started_at": isoformat(state["started_at"]),
+            "finished_at": isoformat(state["finished_at"])}
 
 
-def _started(task_id: str):
-    response = jsonify(task_json(background.read(current_app, task_id)))
+def _started(kind: str, site: Site):
+    session = get_session()
+    task_id = tasks.start(session, current_app._get_current_object(), kind, site)
+    session.commit()
+    response = jsonify(task_json(tasks.read(session, task_id)))
     response.status_code = 202
     response.headers["Location"] = url_for("api.task_get", task_id=task_id)
     return response
@@ -72,24 +70,13 @@ def site_generate(slug):
     if owner and until and until > utcnow() and not gone(owner):
         raise ApiError(409, f"the site is being generated now (by {owner}); its result will be "
                        "announced, or try again when it has finished")
-    app, site_id = current_app._get_current_object(), site.id
-
-    return _started(background.start(app, "regenerate", site.slug,
-                                lambda progress: jobs.regenerate_now(site_id, app, progress),
-                                site_id=site.id))
+    return _started("regenerate", site)
 
 
 @bp.post("/sites/<slug>/notify")
 @writes
 def site_notify(slug):
-    site = load_site(slug)
-    app, site_id = current_app._get_current_object(), site.id
-
-    def work(progress) -> str:
-        planned, attempted = notify.notify_site(site_id, app)
-        return f"{len(planned)} announcements planned, {len(attempted)} sent"
-
-    return _started(background.start(app, "notify", site.slug, work, site_id=site.id))
+    return _started("notify", load_site(slug))
 
 
 @bp.get("/sites/<slug>/generations")
@@ -104,7 +91,7 @@ def announcements_list(slug):
 
 @bp.get("/tasks/<task_id>")
 def task_get(task_id):
-    state = background.read(current_app, task_id)
+    state = tasks.read(get_session(), task_id)
     site = state and state.get("site_id") and get_session().get(Site, state["site_id"])
     if state is None or not (access().all_sites or (site is not None and access().sees(site))):
         raise ApiError(404, "there is no such task for this token (tasks are kept for 7 days)")

@@ -141,9 +141,10 @@ SCHEMAS = {
         "type": "object", "required": ["id", "kind", "site", "status", "done", "total", "message"],
         "properties": {
             "id": STRING, "kind": STRING, "site": STRING,
-            "status": {"type": "string", "enum": ["running", "done", "failed"]},
+            "status": {"type": "string", "enum": ["queued", "running", "done", "failed"]},
             "done": COUNT, "total": nullable(COUNT), "message": STRING,
-            "started_at": MOMENT, "finished_at": nullable(MOMENT),
+            "created_at": MOMENT, "started_at": nullable(MOMENT),
+            "finished_at": nullable(MOMENT),
         },
     },
     "Generation": {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import abort, current_app, flash, redirect, render_template, url_for
 from sqlalchemy import select
 
-from webapp import jobs, notify
+from webapp import jobs, notify, tasks
 from webapp.db import get_session
 from webapp.errors import InvalidValue, NotFound
 from webapp.leases import SiteBusy
@@ -94,7 +94,8 @@ def announcement_retry(slug, delivery_id):
         flash(str(exc))
     else:
         session.commit()
-        notify.deliver(only=frozenset({delivery_id}))
+        tasks.enqueue(current_app._get_current_object(), "deliver", only=[delivery_id])
         session.expire_all()
-        flash(f"Announcement #{delivery_id}: {delivery.status}. {delivery.outcome or ''}")
+        flash(f"Announcement #{delivery_id} is sent again by a worker; now: {delivery.status}. "
+              f"{delivery.outcome or ''}")
     return redirect(url_for("dashboard.announcements", slug=slug))

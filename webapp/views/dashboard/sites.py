@@ -6,7 +6,7 @@ from flask import current_app, flash, redirect, render_template, request, url_fo
 from flask_login import current_user
 from sqlalchemy import func, select
 
-from webapp import jobs, notify
+from webapp import tasks
 from webapp.db import get_session
 from webapp.errors import InvalidValue, NotAllowed
 from webapp.models import Delivery, Generation, Site, Url, utcnow
@@ -21,7 +21,6 @@ from webapp.sites import (
     update_site,
 )
 from webapp.urls import health
-from webapp.views import background
 from webapp.views.auth import demand, require
 from webapp.views.dashboard import bp, load_site
 
@@ -101,10 +100,11 @@ def site(slug):
     live = health.live_count(session, site)
     counted = [run for run in reversed(runs) if run.status in ("succeeded", "unchanged")]
     warnings = health.warnings(session, site, live)
-    last_import = background.latest(current_app, "import", site.id)
-    if last_import and last_import.get("rejected"):
+    last_import = tasks.latest(session, "import", site.id)
+    rejected = last_import["result"].get("rejected") if last_import else None
+    if rejected:
         warnings.append(health.Warning(
-            f"The last import rejected {last_import['rejected']} rows",
+            f"The last import rejected {rejected} rows",
             last_import["message"].split("\n", 1)[-1][:2000]))
     return render_template("dashboard/site.html", site=site, runs=runs[:5], live=live,
                            chart=_line_chart([run.url_count for run in counted]),
@@ -174,49 +174,31 @@ def site_delete(slug):
     return render_template("dashboard/site_delete.html", site=site)
 
 
+def _start(kind: str, slug: str):
+    """Record the work and send the person to its progress page; workers do it."""
+    site = load_site(slug)
+    session = get_session()
+    task_id = tasks.start(session, current_app._get_current_object(), kind, site)
+    session.commit()
+    return redirect(url_for("dashboard.task", task_id=task_id))
+
+
 @bp.post("/sites/<slug>/regenerate")
 @require("editor")
 def site_regenerate(slug):
-    site = load_site(slug)
-    app = current_app._get_current_object()
-    site_id = site.id
-
-    task = background.start(app, "regenerate", slug,
-                       lambda progress: jobs.regenerate_now(site_id, app, progress) + ".",
-                       site_id=site_id)
-    return redirect(url_for("dashboard.task", task_id=task))
+    return _start("regenerate", slug)
 
 
 @bp.post("/sites/<slug>/notify")
 @require("editor")
 def site_notify(slug):
-    site = load_site(slug)
-    app = current_app._get_current_object()
-    site_id = site.id
-
-    def work(progress) -> str:
-        planned, attempted = notify.notify_site(site_id, app)
-        if not planned and not attempted:
-            return "Nothing to announce: no generation changed anything since the last time."
-        return f"{len(planned)} announcements planned, {len(attempted)} sent; see Announcements."
-
-    task = background.start(app, "notify", slug, work, site_id=site_id)
-    return redirect(url_for("dashboard.task", task_id=task))
+    return _start("notify", slug)
 
 
 @bp.post("/sites/<slug>/preflight")
 @require("editor")
 def site_preflight(slug):
-    site = load_site(slug)
-    app = current_app._get_current_object()
-    get_session().expunge(site)
-
-    def work(progress) -> str:
-        findings = notify.preflight.check(site, app.config)
-        return "\n".join(f"{'OK' if f.ok else 'Problem'}: {f.message}" for f in findings)
-
-    task = background.start(app, "pre-flight check", slug, work, site_id=site.id)
-    return redirect(url_for("dashboard.task", task_id=task))
+    return _start("pre-flight check", slug)
 
 
 @bp.post("/sites/<slug>/rotate-key")

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from flask import abort, current_app, jsonify, render_template
+from datetime import datetime
 
-from webapp.views import background
+from flask import abort, jsonify, render_template
+
+from webapp import tasks
+from webapp.db import get_session
 from webapp.views.auth import require
 from webapp.views.dashboard import bp
 
 
 def _task(task_id: str) -> dict:
-    state = background.read(current_app, task_id)
+    state = tasks.read(get_session(), task_id)
     if state is None:
-        abort(404, "There is no such task (finished tasks are kept until the server restarts).")
-    state.pop("pid", None)
+        abort(404, "There is no such task (finished tasks are kept for 7 days).")
     return state
 
 
@@ -26,4 +28,6 @@ def task(task_id):
 @bp.get("/tasks/<task_id>.json")
 @require("viewer")
 def task_state(task_id):
-    return jsonify(_task(task_id))
+    state = _task(task_id)
+    return jsonify({name: value.isoformat() if isinstance(value, datetime) else value
+                    for name, value in state.items()})

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import csv
+import gzip
 import io
-import os
 import re
+import shutil
 import tempfile
-from pathlib import Path
 
 from flask import (
     Response,
@@ -21,21 +21,18 @@ from flask import (
 )
 from sqlalchemy import select, tuple_
 
-from webapp.db import get_session, new_session, session_scope
+from webapp import tasks
+from webapp.db import get_session, new_session
 from webapp.errors import InvalidValue
 from webapp.models import Site, Url
-from webapp.outbound import Policy
 from webapp.protocol import CHANGEFREQS
 from webapp.urls import (
     ImportFormatError,
+    check_source_url,
     delete_urls,
-    fetch_source,
-    import_urls,
-    open_import,
     save_url,
     starting_with,
 )
-from webapp.views import background
 from webapp.views.auth import demand, require
 from webapp.views.dashboard import bp, load_site
 
@@ -204,53 +201,30 @@ def urls_import(slug):
     upload, pasted = request.files.get("file"), request.form.get("pasted", "")
     source_url = request.form.get("sitemap_url", "").strip()
     try:
-        path = _save_upload(site, upload, pasted, source_url)
+        payload = None if source_url else _compressed_upload(upload, pasted)
+        if source_url:
+            check_source_url(site, source_url)  # fetched by the worker, from the site's hosts
     except (ImportFormatError, InvalidValue) as exc:
         return render_template("dashboard/import.html", site=site, error=str(exc)), 422
-    app = current_app._get_current_object()
-    site_id, base_url = site.id, site.base_url
-
-    def work(progress) -> str:
-        try:
-            with session_scope(app) as session, open_import(
-                    path, source_url or "the sitemap", base_url, source_url or None,
-                    Policy.of(app.config)) as stream:
-                report = import_urls(session, session.get(Site, site_id), stream,
-                                     progress=progress)
-        finally:
-            path.unlink(missing_ok=True)
-        progress.state["rejected"] = report.rejected  # the site's health shows it
-        lines = [report.summary()] + [f"line {line}: {reason}"
-                                      for line, reason in report.rejections]
-        return "\n".join(lines)
-
-    task = background.start(app, "import", slug, work, site_id=site_id)
-    return redirect(url_for("dashboard.task", task_id=task))
+    session = get_session()
+    task_id = tasks.start(session, current_app._get_current_object(), "import", site,
+                          payload=payload, source_url=source_url or None)
+    session.commit()
+    return redirect(url_for("dashboard.task", task_id=task_id))
 
 
-def _save_upload(site, upload, pasted: str, source_url: str) -> Path:
-    """What to import, saved to a private temporary file before the work starts."""
-    folder = Path(current_app.config["INSTANCE_PATH"]) / "uploads"
-    folder.mkdir(parents=True, exist_ok=True)
-    fetched = fetch_source(site, source_url, Policy.of(current_app.config)) \
-        if source_url else None
-    handle = tempfile.NamedTemporaryFile(dir=folder, delete=False, suffix=".import")
-    try:
-        _write_upload(handle, upload, pasted, fetched)
-    except BaseException:
-        handle.close()
-        os.unlink(handle.name)
-        raise
-    return Path(handle.name)
-
-
-def _write_upload(handle, upload, pasted: str, fetched: bytes | None) -> None:
-    with handle:
-        if fetched is not None:
-            handle.write(fetched)
-        elif upload is not None and upload.filename:
-            upload.save(handle)
-        elif pasted.strip():
-            handle.write(pasted.encode("utf-8"))
-        else:
-            raise ImportFormatError("choose a file, paste some URLs, or give a sitemap's address")
+def _compressed_upload(upload, pasted: str) -> bytes:
+    """What to import, gzip-compressed for the task's record: a worker on any machine reads it
+    from there. Compressed as it is read, through a temporary file, never whole in memory
+    uncompressed."""
+    with tempfile.SpooledTemporaryFile(8 << 20) as spool:
+        with gzip.GzipFile(fileobj=spool, mode="wb", compresslevel=5) as packed:
+            if upload is not None and upload.filename:
+                shutil.copyfileobj(upload.stream, packed, 1 << 20)
+            elif pasted.strip():
+                packed.write(pasted.encode("utf-8"))
+            else:
+                raise ImportFormatError("choose a file, paste some URLs, or give a sitemap's "
+                                        "address")
+        spool.seek(0)
+        return spool.read()

@@ -1,0 +1,77 @@
+"""The Celery application of a Flask app: where work is queued, how it is delivered, and
+tasks that run inside the app's context.
+
+Delivery is at least once: a task is acknowledged only when it has finished
+(`task_acks_late`), and a worker that dies mid-task gives it back (`reject_on_worker_lost`).
+The work is written so that running it twice does no harm: a generation holds the site's
+lease and asks again whether it is due, an announcement is claimed before it is sent.
+"""
+
+from __future__ import annotations
+
+import weakref
+from pathlib import Path
+
+from celery import Celery, Task
+from celery.signals import worker_process_init
+from flask import Flask
+
+QUEUE = "sitemaps"
+
+
+def embedded_broker(app: Flask) -> tuple[str, dict]:
+    """A broker in the instance folder (kombu's filesystem transport): nothing to install,
+    enough for processes on one machine. Messages are files moved in and out of one folder."""
+    folder = Path(app.config["INSTANCE_PATH"]) / "broker"
+    for part in ("queue", "control"):
+        (folder / part).mkdir(parents=True, exist_ok=True)
+    return "filesystem://", {"data_folder_in": str(folder / "queue"),
+                             "data_folder_out": str(folder / "queue"),
+                             "control_folder": str(folder / "control"),
+                             "polling_interval": 0.2}
+
+
+def make_celery(app: Flask, tasks: dict) -> Celery:
+    """A Celery app for `app`, with `tasks` (name -> function) registered on it."""
+    url = app.config["CELERY_BROKER_URL"]
+    options: dict = {}
+    if not url:
+        url, options = embedded_broker(app)
+    elif url.startswith(("redis://", "rediss://")):
+        # A task that runs longer than this is handed to another worker as well: longer than
+        # any run, so only a dead worker's tasks are given out again.
+        options = {"visibility_timeout": 3 * 3600}
+
+    class AppTask(Task):
+        def __call__(self, *args, **kwargs):
+            with app.app_context():
+                return self.run(*args, **kwargs)
+
+    celery = Celery(app.import_name, task_cls=AppTask, set_as_current=False)
+    celery.conf.update(
+        broker_url=url, broker_transport_options=options,
+        broker_connection_retry_on_startup=True,
+        task_default_queue=QUEUE, task_serializer="json", accept_content=["json"],
+        task_ignore_result=True,  # outcomes are kept in the database (Generation, Task, ledger)
+        task_acks_late=True, task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,  # a long run never holds back tasks another worker could take
+        task_always_eager=bool(app.config["CELERY_TASK_ALWAYS_EAGER"]),
+        worker_hijack_root_logger=False, worker_redirect_stdouts=False,
+        enable_utc=True, timezone="UTC",
+    )
+    for name, function in tasks.items():
+        celery.task(name=f"webapp.{name}")(function)
+
+    if "db_engine" in app.extensions:
+        _engines.add(app.extensions["db_engine"])
+    return celery
+
+
+_engines: weakref.WeakSet = weakref.WeakSet()
+
+
+@worker_process_init.connect
+def _own_connections(**_kwargs) -> None:
+    """A forked worker process must not share its parent's database connections."""
+    for engine in list(_engines):
+        engine.dispose(close=False)

@@ -1,0 +1,161 @@
+"""Handing work to the workers: enqueue a task by name, record-and-enqueue what a person asked
+for, and the one queued regeneration per site that a burst of changes shares."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from celery import Celery
+from flask import Flask
+from kombu.exceptions import OperationalError as BrokerError
+from sqlalchemy import or_, select, update
+from sqlalchemy.orm import Session
+
+from webapp import jobs
+from webapp.db import after_commit, new_session
+from webapp.models import Site, Task, utcnow
+from webapp.tasks import records
+
+log = logging.getLogger(__name__)
+
+# A regeneration queued this long ago (past its countdown) and never started was lost with
+# its message (a broker that keeps nothing, a purged queue): the clock queues it again.
+QUEUED_GRACE = timedelta(minutes=5)
+# Publishing gives up after this many tries, so a request does not hang on a broker that is down.
+PUBLISH_RETRY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.5,
+                 "interval_max": 1}
+
+
+class QueueUnavailable(Exception):
+    """The broker did not take the task."""
+
+
+def celery_of(app: Flask) -> Celery:
+    return app.extensions["celery"]
+
+
+def enqueue(app: Flask, name: str, *args, countdown: float | None = None, **kwargs) -> bool:
+    """Put task `name` on the queue; False when it is left to the clock instead: a task
+    with a countdown (even 0) where tasks run eagerly, as in most tests, which cannot wait
+    and would otherwise run inside the commit that asked."""
+    celery = celery_of(app)
+    if celery.conf.task_always_eager and countdown is not None:
+        return False
+    try:
+        celery.tasks[f"webapp.{name}"].apply_async(
+            args, kwargs, countdown=countdown, retry=True,
+            retry_policy=PUBLISH_RETRY)
+    except BrokerError as exc:
+        raise QueueUnavailable(f"the task queue is unreachable ({exc})") from exc
+    return True
+
+
+def start(session: Session, app: Flask, kind: str, site: Site, name: str,
+          payload: bytes | None = None, **arguments) -> str:
+    """Record a task asked for by a person or a program, in the caller's transaction; it is
+    enqueued once that commits. The task's id, to follow it by."""
+    record = records.create(session, kind, site, payload)
+    task_id, site_id = record.id, site.id
+
+    def hand_over() -> None:
+        try:
+            enqueue(app, name, task_id, site_id, **arguments)
+        except QueueUnavailable as exc:
+            log.error("task %s (%s) could not be queued: %s", task_id, kind, exc)
+            with new_session(app) as failed:
+                failed.execute(update(Task).where(Task.id == task_id).values(
+                    status="failed", finished_at=utcnow(),
+                    message=f"{exc}; nothing was done, try again in a moment"))
+                failed.commit()
+
+    after_commit(session, hand_over)
+    return task_id
+
+
+def mark(session: Session, site_ids: list[int], until: datetime, now: datetime) -> list[int]:
+    """Of `site_ids`, those with no regeneration in the queue now, marked as having one due
+    at `until`; committed. Two processes marking at once never both win a site."""
+    won: list[int] = []
+    for start_at in range(0, len(site_ids), 500):
+        chunk = site_ids[start_at:start_at + 500]
+        won += session.scalars(
+            update(Site).where(Site.id.in_(chunk), or_(
+                Site.run_queued_until.is_(None), Site.run_queued_until < now - QUEUED_GRACE))
+            .values(run_queued_until=until).returning(Site.id)
+            .execution_options(synchronize_session=False)).all()
+    session.commit()
+    return won
+
+
+def unmark(app: Flask, site_id: int) -> None:
+    """The site's queued regeneration has started: a change from now on queues another."""
+    with new_session(app) as session:
+        session.execute(update(Site).where(Site.id == site_id).values(run_queued_until=None))
+        session.commit()
+
+
+def _queue_run(app: Flask, site_id: int, countdown: float, now: datetime) -> None:
+    with new_session(app) as session:
+        won = mark(session, [site_id], now + timedelta(seconds=countdown), now)
+    if won:
+        try:
+            queued = enqueue(app, "regenerate_due", site_id, countdown=countdown)
+        except QueueUnavailable as exc:
+            queued = False
+            log.warning("site %s: regeneration not queued (%s); the clock will", site_id, exc)
+        if not queued:
+            unmark(app, site_id)  # the clock's next tick finds it due
+
+
+def soon(app: Flask, site_id: int) -> None:
+    """URLs of the site changed: queue its regeneration for when the changes are ready
+    (`change_delay` after the last), unless one is queued already (one run per burst)."""
+    with new_session(app) as session:
+        site = session.get(Site, site_id)
+        if site is None:
+            return
+        ready = jobs.changes_ready_at(site)
+    if ready is not None:
+        now = utcnow()
+        _queue_run(app, site_id, max((ready - now).total_seconds(), 0), now)
+
+
+def again_when_ready(app: Flask, site_id: int) -> None:
+    """After a run: changes that wait but are not ready yet get a run queued for when they
+    are (those ready now were queued by their own commit, or the clock finds them)."""
+    with new_session(app) as session:
+        site = session.get(Site, site_id)
+        ready = None if site is None else jobs.changes_ready_at(site)
+    now = utcnow()
+    if ready is not None and ready > now:
+        _queue_run(app, site_id, (ready - now).total_seconds(), now)
+
+
+def queue_due(app: Flask, now: datetime) -> list[int]:
+    """The clock's part: queue a regeneration of every site that is due and has none queued;
+    the ids queued. Due-ness is read from a few columns, with no object per site."""
+    columns = (Site.id, Site.schedule, Site.next_run_at, Site.changed_at, Site.change_delay,
+               Site.pending_since, Site.change_seq, Site.generated_seq, Site.retry_at)
+    with new_session(app) as session:
+        rows = session.execute(select(*columns).where(
+            or_(Site.run_queued_until.is_(None), Site.run_queued_until < now - QUEUED_GRACE),
+            or_(Site.schedule != "off", Site.change_seq > Site.generated_seq))).all()
+        due = [row.id for row in rows if any(jobs.due(row, now))]
+        won = mark(session, due, now, now)
+    queued = []
+    with celery_of(app).producer_or_acquire() as producer:
+        for site_id in won:
+            try:
+                celery_of(app).tasks["webapp.regenerate_due"].apply_async(
+                    (site_id,), producer=producer, retry=True, retry_policy=PUBLISH_RETRY)
+            except BrokerError as exc:
+                log.warning("the task queue is unreachable (%s); %d sites wait for the next "
+                            "tick", exc, len(won) - len(queued))
+                with new_session(app) as session:
+                    session.execute(update(Site).where(Site.id.in_(won[len(queued):]))
+                                    .values(run_queued_until=None))
+                    session.commit()
+                break
+            queued.append(site_id)
+    return queued

@@ -1,0 +1,139 @@
+"""What became of each piece of work a person or a program asked for: a row any web node
+reads, written by the worker that runs it."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from datetime import datetime, timedelta
+
+from flask import Flask
+from sqlalchemy import delete, select, update
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session
+
+from webapp import leases
+from webapp.db import new_session
+from webapp.models import Site, Task, utcnow
+
+KEEP = timedelta(days=7)  # finished tasks are shown this long
+# A running task whose worker has not written for this long stopped with its worker (on
+# another machine; on the same one, a gone process is seen at once).
+SILENT = timedelta(minutes=10)
+QUICK_MS, BUSY_MS = 50, 30_000  # SQLite's wait for the write lock: progress, and as db.py sets
+
+
+def create(session: Session, kind: str, site: Site, payload: bytes | None = None) -> Task:
+    """A queued task record in the caller's transaction: the work is enqueued once it commits."""
+    task = Task(id=uuid.uuid4().hex, kind=kind, site_id=site.id, site_label=site.slug,
+                status="queued", done=0, message="", created_at=utcnow(), payload=payload)
+    session.add(task)
+    return task
+
+
+class Progress:
+    """Given to the work: (done, total) are written at most five times a second, with a
+    heartbeat, in a session of their own so the work's transactions are not touched."""
+
+    def __init__(self, app: Flask, task_id: str):
+        self.app, self.task_id, self.written = app, task_id, 0.0
+        self.values: dict = {}
+        self.result: dict = {}  # figures for others to read once the task has finished
+
+    def __call__(self, done: int, total: int | None = None) -> None:
+        self.values.update(done=done, total=total)
+        if time.monotonic() - self.written > 0.2:
+            self.save()
+
+    def save(self, **values) -> None:
+        """Write what changed; with `values` (the outcome), wait as long as it takes."""
+        self.values.update(values)
+        final = bool(values)
+        with new_session(self.app) as session:
+            sqlite = session.get_bind().dialect.name == "sqlite"
+            try:
+                if sqlite and not final:
+                    # SQLite has one writer at a time and the work may be it: a progress
+                    # figure is not worth waiting for; it goes with the next one.
+                    session.connection().exec_driver_sql(f"PRAGMA busy_timeout={QUICK_MS}")
+                session.execute(update(Task).where(Task.id == self.task_id)
+                                .values(heartbeat_at=utcnow(), **self.values))
+                session.commit()
+            except OperationalError:
+                if final or not sqlite:
+                    raise
+                session.rollback()
+                return
+            finally:
+                if sqlite and not final:
+                    session.connection().exec_driver_sql(f"PRAGMA busy_timeout={BUSY_MS}")
+        self.values = {}
+        self.written = time.monotonic()
+
+
+def begin(app: Flask, task_id: str) -> Progress | None:
+    """Mark the task running (again, when a dead worker's task is given out anew); None when
+    there is no such task or it has finished already (a second delivery of the message)."""
+    owner = leases.new_owner()
+    with new_session(app) as session:
+        claimed = session.execute(
+            update(Task).where(Task.id == task_id, Task.status.in_(("queued", "running")))
+            .values(status="running", worker=owner, started_at=utcnow(), heartbeat_at=utcnow(),
+                    done=0, total=None)).rowcount
+        session.commit()
+    return Progress(app, task_id) if claimed else None
+
+
+def finish(progress: Progress, status: str, message: str) -> None:
+    progress.save(status=status, message=message, finished_at=utcnow(),
+                  result=progress.result or None)
+
+
+def take_payload(app: Flask, task_id: str) -> bytes | None:
+    with new_session(app) as session:
+        return session.scalar(select(Task.payload).where(Task.id == task_id))
+
+
+def drop_payload(app: Flask, task_id: str) -> None:
+    with new_session(app) as session:
+        session.execute(update(Task).where(Task.id == task_id).values(payload=None))
+        session.commit()
+
+
+def _stopped(task: Task, now: datetime) -> bool:
+    if task.status != "running" or task.worker is None:
+        return False
+    return leases.gone(task.worker) or (task.heartbeat_at or task.created_at) + SILENT < now
+
+
+def as_dict(task: Task) -> dict:
+    """A task as pages and the API show it; a task whose worker stopped is reported failed."""
+    state = {"id": task.id, "kind": task.kind, "site": task.site_label, "site_id": task.site_id,
+             "status": task.status, "done": task.done, "total": task.total,
+             "message": task.message, "result": task.result or {},
+             "created_at": task.created_at, "started_at": task.started_at,
+             "finished_at": task.finished_at}
+    if _stopped(task, utcnow()):
+        state.update(status="failed", message="the worker running it stopped; it will be "
+                     "given to another worker if its message is delivered again")
+    return state
+
+
+def read(session: Session, task_id: str) -> dict | None:
+    if not (len(task_id) == 32 and all(c in "0123456789abcdef" for c in task_id)):
+        return None
+    task = session.get(Task, task_id)
+    return None if task is None else as_dict(task)
+
+
+def latest(session: Session, kind: str, site_id: int) -> dict | None:
+    """The newest finished task of this kind for this site (for the site's health)."""
+    task = session.scalar(select(Task).where(
+        Task.kind == kind, Task.site_id == site_id, Task.status.in_(("done", "failed")))
+        .order_by(Task.created_at.desc()).limit(1))
+    return None if task is None else as_dict(task)
+
+
+def prune(session: Session, now: datetime) -> int:
+    """Forget tasks finished (or asked for) more than KEEP ago."""
+    return session.execute(delete(Task).where(Task.created_at < now - KEEP)).rowcount

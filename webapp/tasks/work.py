@@ -1,0 +1,152 @@
+"""The tasks workers run. Each takes plain JSON arguments (ids, not objects) and is safe to run
+twice: a generation holds the site's lease and asks again whether it is due, an announcement is
+claimed before it is sent, a recorded task that has finished is not run again.
+
+Work asked for by a person or a program (`regenerate_now`, `notify_now`, `import_urls`,
+`preflight`) writes its progress and outcome to its task record; scheduled and after-change
+work (`regenerate_due`, `deliver`) is recorded where it always was: generations and the ledger.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import logging
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from flask import Flask, current_app
+from sqlalchemy import update
+
+from webapp import jobs, notify
+from webapp.db import new_session, session_scope
+from webapp.errors import InvalidValue, NotFound
+from webapp.leases import SiteBusy
+from webapp.models import Site
+from webapp.outbound import OutboundError, Policy
+from webapp.tasks import queue, records
+from webapp.urls import ImportFormatError, fetch_source, import_urls, open_import
+
+log = logging.getLogger(__name__)
+
+# What the work raises for input it refuses or a site that is busy: said to the person, and
+# logged in one line, as any other expected answer.
+EXPECTED = (InvalidValue, NotFound, ImportFormatError, SiteBusy, OutboundError)
+
+
+def _app() -> Flask:
+    return current_app._get_current_object()
+
+
+def _recorded(task_id: str, work: Callable[[records.Progress], str]) -> None:
+    """Run `work(progress)` for a task record; its return value is the closing message."""
+    app = _app()
+    progress = records.begin(app, task_id)
+    if progress is None:
+        return  # finished already: the message was delivered a second time
+    try:
+        message, status = work(progress), "done"
+    except Exception as exc:  # shown on the page: the work's own errors say what to do
+        if isinstance(exc, EXPECTED):
+            log.warning("task %s refused: %s", task_id, exc)
+        else:
+            log.exception("task %s failed", task_id)
+        message, status = str(exc) or type(exc).__name__, "failed"
+    records.finish(progress, status, message)
+
+
+def regenerate_due(site_id: int) -> None:
+    """The scheduled or after-change run of a site, then its announcements sent."""
+    app = _app()
+    queue.unmark(app, site_id)  # from now on, a new change enqueues a run of its own
+    try:
+        generation = jobs.regenerate_if_due(site_id, app)
+    except NotFound:
+        return  # the site was deleted meanwhile
+    if generation is not None:
+        queue.enqueue(app, "deliver", site_id=site_id)
+    queue.again_when_ready(app, site_id)
+
+
+def deliver(site_id: int | None = None, only: list[int] | None = None) -> None:
+    """One attempt at every announcement that is due (of a site, or only some)."""
+    notify.deliver(_app(), site_id=site_id, only=frozenset(only) if only else None)
+
+
+def regenerate_now(task_id: str, site_id: int) -> None:
+    app = _app()
+    _recorded(task_id, lambda progress: jobs.regenerate_now(site_id, app, progress) + ".")
+
+
+def notify_now(task_id: str, site_id: int) -> None:
+    app = _app()
+
+    def work(_progress) -> str:
+        planned, attempted = notify.notify_site(site_id, app)
+        if not planned and not attempted:
+            return "Nothing to announce: no generation changed anything since the last time."
+        return f"{len(planned)} announcements planned, {len(attempted)} sent; see Announcements."
+
+    _recorded(task_id, work)
+
+
+def _detached_site(app: Flask, site_id: int) -> Site:
+    with new_session(app) as session:
+        site = session.get(Site, site_id)
+        if site is None:
+            raise NotFound("the site was deleted")
+        session.expunge(site)
+        return site
+
+
+def preflight(task_id: str, site_id: int) -> None:
+    app = _app()
+
+    def work(_progress) -> str:
+        findings = notify.preflight.check(_detached_site(app, site_id), app.config)
+        return "\n".join(f"{'OK' if f.ok else 'Problem'}: {f.message}" for f in findings)
+
+    _recorded(task_id, work)
+
+
+def import_urls_task(task_id: str, site_id: int, source_url: str | None = None) -> None:
+    """Import what the task's record carries (an upload, gzip-compressed) or what
+    `source_url` answers, fetched here on the worker."""
+    app = _app()
+    policy = Policy.of(app.config)
+
+    def work(progress: records.Progress) -> str:
+        site = _detached_site(app, site_id)
+        folder = Path(app.config["INSTANCE_PATH"]) / "uploads"
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, suffix=".import") as handle:
+            if source_url:
+                handle.write(fetch_source(site, source_url, policy))
+            else:
+                payload = records.take_payload(app, task_id)
+                if payload is None:
+                    raise NotFound("the uploaded file is no longer kept; upload it again")
+                with gzip.GzipFile(fileobj=io.BytesIO(payload)) as upload:
+                    shutil.copyfileobj(upload, handle, 1 << 20)
+            handle.flush()
+            with session_scope(app) as session, open_import(
+                    Path(handle.name), source_url or "the sitemap", site.base_url,
+                    source_url or None, policy) as stream:
+                report = import_urls(session, session.get(Site, site_id), stream,
+                                     progress=progress)
+        records.drop_payload(app, task_id)
+        progress.result["rejected"] = report.rejected  # the site's health shows it
+        return "\n".join([report.summary()] + [f"line {line}: {reason}"
+                                               for line, reason in report.rejections])
+
+    _recorded(task_id, work)
+
+
+# The tasks by name: what the web asks for (by `kind` of its record) and what the clock and
+# changes enqueue.
+TASKS = {"regenerate_due": regenerate_due, "deliver": deliver, "regenerate_now": regenerate_now,
+         "notify_now": notify_now, "preflight": preflight, "import_urls": import_urls_task}
+KINDS = {"regenerate": "regenerate_now", "notify": "notify_now", "import": "import_urls",
+         "pre-flight check": "preflight"}
