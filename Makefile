@@ -20,27 +20,33 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-# The web server and the scheduler process run side by side; when the server stops (Ctrl-C),
-# the scheduler is stopped too and allowed to finish the run in hand.
+# The web server, the scheduler (the clock) and one worker run side by side, the work queued
+# in the instance folder (no broker to install). Ctrl-C stops all three; the scheduler and the
+# worker finish the work in hand first.
 run: install
 	$(BIN)/alembic upgrade head
 	$(BIN)/flask --app webapp users ensure-admin
 	$(BIN)/flask --app webapp scheduler run & scheduler=$$!; \
+	$(BIN)/flask --app webapp worker & worker=$$!; \
 	$(BIN)/flask --app webapp run --host 127.0.0.1 --port $(PORT) & web=$$!; \
-	trap 'kill $$web $$scheduler 2>/dev/null; wait $$scheduler' EXIT INT TERM; \
+	trap 'kill $$web $$scheduler $$worker 2>/dev/null; wait $$scheduler $$worker' EXIT INT TERM; \
 	wait $$web
 
-# Production: gunicorn with WORKERS workers (settings in webapp/gunicorn_conf.py) and the
-# scheduler process, against the DATABASE_URL given (PostgreSQL); migrations first.
+# Production: gunicorn with WORKERS web workers (settings in webapp/gunicorn_conf.py), the
+# scheduler and a Celery worker, against the DATABASE_URL (PostgreSQL) and CELERY_BROKER_URL
+# (Redis or RabbitMQ) given; migrations first. More machines run `make run-prod` (or only
+# gunicorn, or only `flask --app webapp worker`) against the same three settings.
 # GET /healthz answers the load balancer.
 run-prod: install
 	@case "$$DATABASE_URL" in postgres*) ;; *) echo "run-prod needs DATABASE_URL=postgresql://..." >&2; exit 2;; esac
+	@case "$$CELERY_BROKER_URL" in redis*|amqp*) ;; *) echo "run-prod needs CELERY_BROKER_URL=redis://... or amqp://..." >&2; exit 2;; esac
 	$(BIN)/alembic upgrade head
 	$(BIN)/flask --app webapp users ensure-admin
 	$(BIN)/flask --app webapp scheduler run & scheduler=$$!; \
+	$(BIN)/flask --app webapp worker & worker=$$!; \
 	$(BIN)/gunicorn -c python:webapp.gunicorn_conf --workers $(WORKERS) --bind $(BIND) \
 		'webapp:create_app()' & web=$$!; \
-	trap 'kill $$web $$scheduler 2>/dev/null; wait $$web $$scheduler' EXIT INT TERM; \
+	trap 'kill $$web $$scheduler $$worker 2>/dev/null; wait $$web $$scheduler $$worker' EXIT INT TERM; \
 	wait $$web
 
 test: install

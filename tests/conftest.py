@@ -27,6 +27,7 @@ from webapp.db import Base, make_engine
 
 ROOT = Path(__file__).resolve().parent.parent
 POSTGRESQL_URL = os.environ.get("TEST_POSTGRESQL_URL")
+REDIS_URL = os.environ.get("TEST_REDIS_URL")
 
 
 def alembic_config(url: str) -> Config:
@@ -142,3 +143,12 @@ def client(app):
 def session(app):
     with app.app_context(), app.extensions["db_sessionmaker"]() as session:
         yield session
+
+
+@pytest.fixture
+def redis_url() -> str:
+    """A Redis server for brokers of real workers (`.ci/run` sets TEST_REDIS_URL); each test
+    gives its processes a queue name of its own, so runs sharing the server never meet."""
+    if not REDIS_URL:
+        pytest.skip("TEST_REDIS_URL is not set")
+    return REDIS_URL

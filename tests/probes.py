@@ -115,12 +115,16 @@ class AppProcesses:
     def __init__(self, folder: Path, env: dict[str, str]):
         self.folder, self.env, self.started = folder, env, []
 
-    def start(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    def start(self, *args: str, env: dict[str, str] | None = None,
+              new_session: bool = False) -> subprocess.Popen:
+        """`flask --app webapp ARGS`; with `new_session`, in a process group of its own (to
+        kill it with its children)."""
         log = self.folder / f"{args[0]}-{len(self.started)}.log"
         with open(log, "wb") as output:  # the process has its own copy
             process = subprocess.Popen(
                 [sys.executable, "-m", "flask", "--app", "webapp", *args],
-                env={**self.env, **(env or {})}, stdout=subprocess.DEVNULL, stderr=output)
+                env={**self.env, **(env or {})}, stdout=subprocess.DEVNULL, stderr=output,
+                start_new_session=new_session)
         process.log = log
         self.started.append(process)
         return process

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 
 import pytest
 import requests
@@ -69,20 +70,22 @@ def postgresql_url(database_url):
 
 
 def test_run_prod_serves_with_workers_and_a_scheduler_and_stops_on_sigterm(
-        postgresql_url, session, tmp_path):
+        postgresql_url, redis_url, session, tmp_path):
     site = make_site(session, schedule="every 1h", next_run_at=utcnow())  # due now
     make_urls(session, site, 20)
     port = free_port()
     env = {**os.environ, "DATABASE_URL": postgresql_url, "PORT": str(port), "WORKERS": "2",
            "INSTANCE_PATH": str(tmp_path / "instance"), "SECRET_KEY": "prod-test",
-           "SCHEDULER_TICK_SECONDS": "1"}
+           "SCHEDULER_TICK_SECONDS": "1", "CELERY_BROKER_URL": redis_url,
+           "CELERY_QUEUE": f"test-{uuid.uuid4().hex}"}
     make = subprocess.Popen(["make", "--no-print-directory", "run-prod"], cwd=ROOT, env=env,
                             start_new_session=True, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT)
     try:
         health = wait_for(f"http://127.0.0.1:{port}/healthz").json()
         assert health["database"] == "ok" and health["storage"] == "ok"
-        # The scheduler generates the due site and a worker serves what it published.
+        # The scheduler queues the due site, the Celery worker generates it, and a web worker
+        # serves what it published.
         sitemap = wait_for(f"http://127.0.0.1:{port}/sitemaps/shop/sitemap.xml", seconds=30)
         assert sitemap.text.count("<url>") == 20
         assert requests.get(f"http://127.0.0.1:{port}/sign-in", timeout=5).status_code == 200
@@ -92,7 +95,7 @@ def test_run_prod_serves_with_workers_and_a_scheduler_and_stops_on_sigterm(
                    if len(args) > 1 and args[1].endswith("bin/gunicorn")]
         assert len(servers) == 3  # the master and two workers
         assert all("python:webapp.gunicorn_conf" in args for args in servers)
-        assert "scheduler run" in group
+        assert "scheduler run" in group and "webapp worker" in group
     finally:
         os.killpg(make.pid, signal.SIGTERM)
         output = make.communicate(timeout=60)[0].decode()
@@ -100,6 +103,14 @@ def test_run_prod_serves_with_workers_and_a_scheduler_and_stops_on_sigterm(
     left = subprocess.run(["ps", "-o", "pid=", "-g", str(make.pid)], capture_output=True,
                           text=True).stdout.split()
     assert left == [], output
+
+
+def test_run_prod_refuses_a_broker_that_is_not_redis_or_rabbitmq(postgresql_url, tmp_path):
+    done = subprocess.run(["make", "--no-print-directory", "run-prod"], cwd=ROOT,
+                          env={**os.environ, "DATABASE_URL": postgresql_url,
+                               "CELERY_BROKER_URL": ""},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "needs CELERY_BROKER_URL=redis://" in done.stderr
 
 
 def test_run_prod_refuses_a_database_that_is_not_postgresql(tmp_path):

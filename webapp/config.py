@@ -193,6 +193,9 @@ def load(overrides: Mapping[str, object] | None = None, environ: Mapping[str, st
         # Where background work is queued for the workers. Unset: a folder of the instance
         # (kombu's filesystem transport), enough for web, scheduler and workers on one machine.
         settings["CELERY_BROKER_URL"] = env_str("CELERY_BROKER_URL", "", environ)
+    if "CELERY_QUEUE" not in overrides:
+        # The queue's name: deployments (or test runs) that share one broker use their own.
+        settings["CELERY_QUEUE"] = env_str("CELERY_QUEUE", "sitemaps", environ)
     settings.setdefault("CELERY_TASK_ALWAYS_EAGER", False)  # tests: run each task where asked
     if "SCHEDULER_TICK_SECONDS" not in overrides:
         settings["SCHEDULER_TICK_SECONDS"] = env_int("SCHEDULER_TICK_SECONDS", 5, minimum=1,

@@ -16,8 +16,6 @@ from celery import Celery, Task
 from celery.signals import worker_process_init
 from flask import Flask
 
-QUEUE = "sitemaps"
-
 
 def embedded_broker(app: Flask) -> tuple[str, dict]:
     """A broker in the instance folder (kombu's filesystem transport): nothing to install,
@@ -51,7 +49,7 @@ def make_celery(app: Flask, tasks: dict) -> Celery:
     celery.conf.update(
         broker_url=url, broker_transport_options=options,
         broker_connection_retry_on_startup=True,
-        task_default_queue=QUEUE, task_serializer="json", accept_content=["json"],
+        task_default_queue=app.config["CELERY_QUEUE"], task_serializer="json", accept_content=["json"],
         task_ignore_result=True,  # outcomes are kept in the database (Generation, Task, ledger)
         task_acks_late=True, task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,  # a long run never holds back tasks another worker could take

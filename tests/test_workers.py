@@ -1,0 +1,239 @@
+"""Background work on real Celery workers: the embedded broker of `make run`, Redis for more
+machines, a change queueing its own run, progress followed from another node, and workers that
+die in the middle of a run.
+
+Worker and scheduler processes are started for each test (tests/probes.py AppProcesses);
+Redis tests need TEST_REDIS_URL (`.ci/run` sets it) and give each test a queue of its own."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+import requests
+from sqlalchemy import select
+
+from tests.builders import free_port, make_site, make_urls
+from tests.conftest import ROOT
+from tests.probes import AppProcesses, wait_for
+from tests.test_notify import KEY, posted
+from webapp import create_app, tasks
+from webapp.models import Generation, Site
+from webapp.sitemaps import get_store
+from webapp.tokens import create_token
+from webapp.urls import import_urls, save_url
+from webapp.users import create_user
+
+
+def node(app, instance: Path, **settings):
+    """Another app on the test's database: a web node with an instance folder of its own."""
+    shared = {name: app.config[name] for name in (
+        "DATABASE_URL", "SECRET_KEY", "INDEXNOW_ENDPOINT", "GSC_ENDPOINT", "OUTBOUND_ALLOW",
+        "NOTIFY_TIMEOUT")}
+    return create_app({**shared, "TESTING": True, "INSTANCE_PATH": str(instance),
+                       "SITEMAPS_DIR": str(instance / "sitemaps"), "CELERY_BROKER_URL": "",
+                       "CELERY_TASK_ALWAYS_EAGER": False, **settings})
+
+
+def environment(app, **settings) -> dict[str, str]:
+    """The environment of the app's processes: the same settings as `app`."""
+    names = ("DATABASE_URL", "SECRET_KEY", "INSTANCE_PATH", "SITEMAPS_DIR", "OUTBOUND_ALLOW",
+             "CELERY_BROKER_URL", "CELERY_QUEUE", "INDEXNOW_ENDPOINT")
+    return {**os.environ, **{name: str(app.config[name]) for name in names},
+            "SCHEDULER_TICK_SECONDS": "1", **settings}
+
+
+def generations(session, site) -> list[Generation]:
+    session.expire_all()
+    return list(session.scalars(select(Generation).where(Generation.site_id == site.id)
+                                .order_by(Generation.id)))
+
+
+@pytest.fixture
+def embedded(app, tmp_path):
+    """A node as `make run` has it: the broker is a folder of its instance."""
+    other = node(app, tmp_path / "node")
+    yield other
+    other.extensions["db_engine"].dispose()
+
+
+@pytest.fixture
+def on_redis(app, tmp_path, redis_url):
+    """A node whose broker is Redis, with a queue of this test's own."""
+    other = node(app, tmp_path / "node", CELERY_BROKER_URL=redis_url,
+                 CELERY_QUEUE=f"test-{uuid.uuid4().hex}")
+    yield other
+    other.extensions["db_engine"].dispose()
+
+
+def test_a_burst_of_changes_queues_one_run_that_a_worker_makes(embedded, session, tmp_path):
+    site = make_site(session, change_delay=2, schedule="off")
+    with embedded.extensions["db_sessionmaker"]() as writer:
+        for n in range(20):  # twenty commits, as a content system saving pages one by one
+            save_url(writer, writer.get(Site, site.id), f"{site.base_url}p/{n}")
+            writer.commit()
+    queued = list((Path(embedded.config["INSTANCE_PATH"]) / "broker" / "queue").iterdir())
+    assert len(queued) == 1  # one message for the burst, on the embedded broker
+    session.expire_all()
+    assert site.run_queued_until is not None
+    with AppProcesses(tmp_path, environment(embedded)) as processes:
+        worker = processes.worker()
+        [run] = wait_for(lambda: [g for g in generations(session, site)
+                                  if g.status == "succeeded"], 60, "the queued run")
+        log = processes.stop(worker)
+    assert run.url_count == 20 and len(generations(session, site)) == 1, log
+    session.expire_all()
+    assert site.run_queued_until is None and site.generated_seq == site.change_seq
+
+
+def test_work_asked_on_one_node_runs_on_a_worker_and_is_followed_from_another(
+        app, on_redis, session, tmp_path):
+    """Node A records and queues "regenerate now" on Redis; a worker runs it; node B, with an
+    instance folder of its own, shows its progress and outcome over the API."""
+    site = make_site(session)
+    make_urls(session, site, 30)
+    user = create_user(session, "editor@example.com", "a long enough password 1", "editor")
+    _, secret = create_token(session, user, "cms", "write", None)
+    session.commit()
+    reader = node(app, tmp_path / "b", CELERY_BROKER_URL=on_redis.config["CELERY_BROKER_URL"],
+                  CELERY_QUEUE=on_redis.config["CELERY_QUEUE"])
+    headers = {"Authorization": f"Bearer {secret}"}
+    try:
+        asked = on_redis.test_client().post("/api/v1/sites/shop/generate", headers=headers)
+        assert asked.status_code == 202 and asked.json["status"] == "queued", asked.json
+        path = asked.headers["Location"]
+        with AppProcesses(tmp_path, environment(on_redis)) as processes:
+            worker = processes.worker()
+            state = wait_for(lambda: (s := reader.test_client().get(path, headers=headers).json)
+                             ["status"] in ("done", "failed") and s, 60, "the task to finish")
+            log = processes.stop(worker)
+    finally:
+        reader.extensions["db_engine"].dispose()
+    assert state["status"] == "done", (state, log)
+    assert "30 URLs in 1 files" in state["message"] and state["started_at"]
+    assert get_store(on_redis).current_generation(site.storage_key) is not None
+
+
+def test_a_broker_that_does_not_answer_fails_the_task_with_its_reason(app, session, tmp_path):
+    site = make_site(session)
+    down = node(app, tmp_path / "down", CELERY_BROKER_URL=f"redis://127.0.0.1:{free_port()}/0")
+    try:
+        with down.extensions["db_sessionmaker"]() as own:
+            task_id = tasks.start(own, down, "regenerate", own.get(Site, site.id))
+            own.commit()
+            state = tasks.read(own, task_id)
+    finally:
+        down.extensions["db_engine"].dispose()
+    assert state["status"] == "failed"
+    assert state["message"].startswith("the task queue is unreachable")
+    assert generations(session, site) == []  # nothing ran, nothing was half done
+
+
+def test_a_killed_worker_s_run_is_finished_by_another_and_announced_once(
+        on_redis, session, engine, tmp_path):
+    """kill -9 of the worker generating a site (the whole worker, not only its child): the
+    clock queues the site again, the other worker finishes it, the last good set is served
+    until then, and every changed URL is announced exactly once."""
+    engine.expect_request("/indexnow").respond_with_data("", status=200)
+    site = make_site(session, base_url=engine.url_for("/"), change_delay=0, schedule="off",
+                     indexnow_enabled=True, indexnow_key=KEY,
+                     indexnow_endpoint=engine.url_for("/indexnow"))
+    save_url(session, site, f"{site.base_url}first")
+    session.commit()
+    store = get_store(on_redis)
+    with AppProcesses(tmp_path, environment(on_redis)) as processes:
+        first = processes.worker(new_session=True)
+        clock = processes.scheduler()
+        good = wait_for(lambda: store.current_generation(site.storage_key), 60, "a first set")
+        wait_for(lambda: posted(engine), 60, "the first announcement")
+        second = processes.worker(new_session=True)
+        with on_redis.extensions["db_sessionmaker"]() as writer:
+            import_urls(writer, writer.get(Site, site.id), io.StringIO("\n".join(
+                f"{site.base_url}p/{n}" for n in range(200_000))))
+            writer.commit()
+        running = wait_for(lambda: [g for g in generations(session, site)
+                                    if g.status == "running"], 60, "the big run to start")
+        session.expire_all()
+        owner_pid = int(session.get(Site, site.id).run_owner.split(":")[1])
+        victim = next(p for p in (first, second)
+                      if owner_pid == p.pid or str(p.pid) in _parents(owner_pid))
+        os.killpg(victim.pid, signal.SIGKILL)
+        assert store.current_generation(site.storage_key) == good  # still served meanwhile
+        done = wait_for(lambda: [g for g in generations(session, site)
+                                 if g.status == "succeeded" and g.url_count == 200_001],
+                        180, "another worker to finish the run")
+        wait_for(lambda: sum(len(b["urlList"]) for b in posted(engine)) >= 200_001, 120,
+                 "the announcements")
+        for process in (first, second, clock):
+            processes.stop(process)
+    assert done[0].id > running[0].id
+    sent = [url for body in posted(engine) for url in body["urlList"]]
+    assert len(sent) == len(set(sent)) == 200_001  # nothing announced twice, nothing lost
+    assert store.current_generation(site.storage_key) == done[0].id
+
+
+def _parents(pid: int) -> list[str]:
+    """The parent pids of `pid`, nearest first."""
+    found = []
+    while pid > 1:
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+        found.append(str(pid))
+    return found
+
+
+def test_make_run_serves_with_a_clock_and_a_worker_and_nothing_installed(tmp_path):
+    """`make run` on a fresh instance: web, scheduler and worker, the work queued in the
+    instance folder; a URL added through the API is generated by the worker and served; Ctrl-C
+    stops all three."""
+    port, instance = free_port(), tmp_path / "instance"
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL",
+                                                                          "CELERY_"))},
+           "PORT": str(port), "INSTANCE_PATH": str(instance), "SCHEDULER_TICK_SECONDS": "1"}
+    make = subprocess.Popen(["make", "--no-print-directory", "run"], cwd=ROOT, env=env,
+                            start_new_session=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_for(lambda: _answers(f"{base}/healthz"), 120, "the dashboard to answer")
+        app = create_app({"INSTANCE_PATH": str(instance), "TESTING": True})
+        try:
+            with app.extensions["db_sessionmaker"]() as session:
+                site = make_site(session, change_delay=0, schedule="off")
+                user = create_user(session, "cms@example.com", "a long enough password 1",
+                                   "editor")
+                _, secret = create_token(session, user, "cms", "write", None)
+                session.commit()
+        finally:
+            app.extensions["db_engine"].dispose()
+        added = requests.post(f"{base}/api/v1/sites/shop/urls", timeout=30,
+                              headers={"Authorization": f"Bearer {secret}"},
+                              json={"urls": [{"loc": f"{site.base_url}hello"}]})
+        assert added.status_code == 200, added.text
+        sitemap = wait_for(lambda: (r := _answers(f"{base}/sitemaps/shop/sitemap.xml"))
+                           and "/hello</loc>" in r.text and r, 60, "the worker's sitemap")
+        assert sitemap.headers["Content-Type"].startswith("application/xml")
+        group = subprocess.run(["ps", "-ww", "-o", "args=", "-g", str(make.pid)],
+                               capture_output=True, text=True).stdout
+        assert "scheduler run" in group and "webapp worker" in group and "webapp run" in group
+    finally:
+        os.killpg(make.pid, signal.SIGINT)
+        output = make.communicate(timeout=60)[0].decode()
+    left = subprocess.run(["ps", "-o", "pid=", "-g", str(make.pid)], capture_output=True,
+                          text=True).stdout.split()
+    assert left == [], output
+
+
+def _answers(url: str) -> requests.Response | None:
+    try:
+        answer = requests.get(url, timeout=5)
+    except requests.ConnectionError:
+        return None
+    return answer if answer.status_code == 200 else None
