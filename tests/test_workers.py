@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -22,8 +23,9 @@ from tests.builders import free_port, make_site, make_urls
 from tests.conftest import ROOT
 from tests.probes import AppProcesses, wait_for
 from tests.test_notify import KEY, posted
-from webapp import create_app, tasks
-from webapp.models import Generation, Site
+from webapp import create_app, leases, tasks
+from webapp.db import new_session
+from webapp.models import Generation, Site, utcnow
 from webapp.sitemaps import get_store
 from webapp.tokens import create_token
 from webapp.urls import import_urls, save_url
@@ -237,3 +239,27 @@ def _answers(url: str) -> requests.Response | None:
     except requests.ConnectionError:
         return None
     return answer if answer.status_code == 200 else None
+
+
+def test_a_lease_on_postgresql_is_short_and_renewed_while_its_run_goes_on(
+        app, session, monkeypatch):
+    """A worker that dies on another machine cannot be seen to be gone: its lease must lapse
+    soon. So on PostgreSQL a lease is short, and renewed while its holder lives."""
+    if not app.config["DATABASE_URL"].startswith("postgresql"):
+        pytest.skip("SQLite is one machine's database: its leases are long and unrenewed")
+    site = make_site(session)
+    monkeypatch.setattr(leases, "RENEW", 0.05)
+    owner = "another-machine:4242:abcd"
+    leases.claim(session, site.id, utcnow(), owner)
+    session.expire_all()
+    first = session.get(Site, site.id).run_lease_until
+    assert first <= utcnow() + leases.SHORT_LEASE
+    with leases.Keeper(lambda: new_session(app), site.id, owner):
+        wait_for(lambda: (session.expire_all(), session.get(Site, site.id).run_lease_until)[1]
+                 > first, 10, "a renewal")
+    renewed = session.get(Site, site.id).run_lease_until
+    # Its holder gone (no more renewals), the lease lapses and another worker takes the site.
+    later = renewed + timedelta(seconds=1)
+    leases.claim(session, site.id, later, "this-machine:1:efgh")
+    session.expire_all()
+    assert session.get(Site, site.id).run_owner == "this-machine:1:efgh"

@@ -109,10 +109,11 @@ def _leased(app: Flask, site_id: int, run: Callable[[Session, Site], Generation]
         session.refresh(site)  # as it is now that the lease is held, not as first read
         generation = None
         try:
-            if when is not None and not when(session, site):
-                return None
-            generation = run(session, site)
-            return generation
+            with leases.Keeper(lambda: new_session(app), site_id, owner):
+                if when is not None and not when(session, site):
+                    return None
+                generation = run(session, site)
+                return generation
         finally:
             session.rollback()
             leases.release(session, site_id, owner, **_after(generation))

@@ -3,22 +3,32 @@ schedulers, or a scheduler and a person at the command line) never generate it a
 
 The lease is taken with a compare-and-set UPDATE on the owner seen a moment before. A lease
 whose owner died is taken over when it expires or, on the same machine, as soon as the
-owner's process is gone.
+owner's process is gone. On PostgreSQL, where workers may run on many machines, a lease is
+short and renewed while its run goes on (`Keeper`), so a worker that dies on another machine
+holds its site for two minutes at most. SQLite is one machine's database: there a lease lasts
+an hour unrenewed (a renewal would wait behind the run's own write lock) and a dead owner is
+seen by its process id.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
+import threading
 import uuid
 from datetime import datetime, timedelta
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from webapp.models import Site
+from webapp.models import Site, utcnow
 
-LEASE = timedelta(hours=1)
+log = logging.getLogger(__name__)
+
+LEASE = timedelta(hours=1)  # SQLite
+SHORT_LEASE = timedelta(minutes=2)  # PostgreSQL, renewed every RENEW
+RENEW = 30.0  # seconds
 
 
 class SiteBusy(Exception):
@@ -54,11 +64,53 @@ def claim(session: Session, site_id: int, now: datetime, owner: str) -> None:
                        "at the latest); try again later")
     query = update(Site).where(Site.id == site_id)
     query = query.where(Site.run_owner.is_(None) if seen is None else Site.run_owner == seen)
-    taken = session.execute(query.values(run_owner=owner, run_lease_until=now + LEASE)
+    taken = session.execute(query.values(run_owner=owner, run_lease_until=now + length(session))
                             .execution_options(synchronize_session=False)).rowcount
     session.commit()
     if taken != 1:
         raise SiteBusy("another process started generating the site a moment ago")
+
+
+def length(session: Session) -> timedelta:
+    return LEASE if session.get_bind().dialect.name == "sqlite" else SHORT_LEASE
+
+
+class Keeper:
+    """Renews a short lease every RENEW seconds from a thread of its own (and its own
+    session, from `open_session`) until stopped; nothing to do for a long lease."""
+
+    def __init__(self, open_session, site_id: int, owner: str):
+        self.open_session, self.site_id, self.owner = open_session, site_id, owner
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Keeper:
+        with self.open_session() as session:
+            if length(session) == LEASE:
+                return self
+        self._thread = threading.Thread(target=self._renew, name="lease", daemon=True)
+        self._thread.start()
+        return self
+
+    def _renew(self) -> None:
+        while not self._stop.wait(RENEW):
+            try:
+                with self.open_session() as session:
+                    kept = session.execute(
+                        update(Site).where(Site.id == self.site_id, Site.run_owner == self.owner)
+                        .values(run_lease_until=utcnow() + SHORT_LEASE)
+                        .execution_options(synchronize_session=False)).rowcount
+                    session.commit()
+            except Exception as exc:  # the database is away: the next renewal tries again
+                log.warning("the lease of site %s was not renewed: %s", self.site_id, exc)
+                continue
+            if not kept:
+                return  # released, or taken over after it lapsed
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
 
 
 def release(session: Session, site_id: int, owner: str, **values) -> None:
