@@ -61,6 +61,7 @@ bench: install
 	$(BIN)/python bench/import.py --urls 1000000 $(PG_BENCH)
 	$(BIN)/python bench/dashboard.py --urls 1000000
 	$(BIN)/python bench/incremental.py --urls 1000000 $(PG_BENCH)
+	$(BIN)/python bench/freshness.py --urls 1000000 $(PG_BENCH) $(if $(TEST_REDIS_URL),--redis $(TEST_REDIS_URL))
 	$(BIN)/python bench/load.py --urls 1000000 --seconds 20
 	$(if $(TEST_POSTGRESQL_URL),$(BIN)/python bench/load.py --urls 1000000 --seconds 20 $(PG_BENCH))
 	command -v nginx >/dev/null && command -v wrk >/dev/null || \
