@@ -22,6 +22,9 @@ log = logging.getLogger(__name__)
 # A regeneration queued this long ago (past its countdown) and never started was lost with
 # its message (a broker that keeps nothing, a purged queue): the clock queues it again.
 QUEUED_GRACE = timedelta(minutes=5)
+# Due sites per message from the clock: small enough that workers share a burst of due sites,
+# large enough that a tick over thousands of sites sends a few hundred messages.
+BATCH = 50
 # Publishing gives up after this many tries, so a request does not hang on a broker that is down.
 PUBLISH_RETRY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.5,
                  "interval_max": 1}
@@ -100,7 +103,7 @@ def _queue_run(app: Flask, site_id: int, countdown: float, now: datetime) -> Non
         won = mark(session, [site_id], now + timedelta(seconds=countdown), now)
     if won:
         try:
-            queued = enqueue(app, "regenerate_due", site_id, countdown=countdown)
+            queued = enqueue(app, "regenerate_due", [site_id], countdown=countdown)
         except QueueUnavailable as exc:
             queued = False
             log.warning("site %s: regeneration not queued (%s); the clock will", site_id, exc)
@@ -143,12 +146,13 @@ def queue_due(app: Flask, now: datetime) -> list[int]:
             or_(Site.schedule != "off", Site.change_seq > Site.generated_seq))).all()
         due = [row.id for row in rows if any(jobs.due(row, now))]
         won = mark(session, due, now, now)
-    queued = []
+    queued: list[int] = []
+    batches = [won[i:i + BATCH] for i in range(0, len(won), BATCH)]
     with celery_of(app).producer_or_acquire() as producer:
-        for site_id in won:
+        for batch in batches:
             try:
                 celery_of(app).tasks["webapp.regenerate_due"].apply_async(
-                    (site_id,), producer=producer, retry=True, retry_policy=PUBLISH_RETRY)
+                    (batch,), producer=producer, retry=True, retry_policy=PUBLISH_RETRY)
             except BrokerError as exc:
                 log.warning("the task queue is unreachable (%s); %d sites wait for the next "
                             "tick", exc, len(won) - len(queued))
@@ -157,5 +161,5 @@ def queue_due(app: Flask, now: datetime) -> list[int]:
                                     .values(run_queued_until=None))
                     session.commit()
                 break
-            queued.append(site_id)
+            queued += batch
     return queued
