@@ -105,13 +105,15 @@ def _leased(app: Flask, site_id: int, run: Callable[[Session, Site], Generation]
         site = session.get(Site, site_id)
         if site is None:
             raise NotFound(f"no site with id {site_id}")
-        leases.claim(session, site_id, utcnow(), owner)
+        # Held uncommitted until the run's record is written, so that taking the lease and
+        # starting the run cost one commit, and a site found not due costs none.
+        leases.claim(session, site_id, utcnow(), owner, commit=False)
         session.refresh(site)  # as it is now that the lease is held, not as first read
         generation = None
         try:
+            if when is not None and not when(session, site):
+                return None
             with leases.Keeper(lambda: new_session(app), site_id, owner):
-                if when is not None and not when(session, site):
-                    return None
                 generation = run(session, site)
                 return generation
         finally:
@@ -233,9 +235,8 @@ def regenerate_if_due(site_id: int, app: Flask | None = None,
 
     def still_due(session: Session, site: Site) -> bool:
         scheduled, changed = due(site, now)
-        if scheduled:
+        if scheduled:  # committed with the run's first record
             site.next_run_at = next_run(site.schedule, site.timezone, now)
-            session.commit()
         return scheduled or changed
 
     try:

@@ -54,8 +54,10 @@ def gone(owner: str) -> bool:
     return False
 
 
-def claim(session: Session, site_id: int, now: datetime, owner: str) -> None:
-    """Take the site's lease (and commit it), or raise SiteBusy naming who has it."""
+def claim(session: Session, site_id: int, now: datetime, owner: str,
+          commit: bool = True) -> None:
+    """Take the site's lease (and commit it, unless the caller's next commit is to carry it:
+    the row stays locked until then), or raise SiteBusy naming who has it."""
     seen, until = session.execute(select(Site.run_owner, Site.run_lease_until)
                                   .where(Site.id == site_id)).one()
     if seen is not None and until is not None and until > now and not gone(seen):
@@ -66,9 +68,11 @@ def claim(session: Session, site_id: int, now: datetime, owner: str) -> None:
     query = query.where(Site.run_owner.is_(None) if seen is None else Site.run_owner == seen)
     taken = session.execute(query.values(run_owner=owner, run_lease_until=now + length(session))
                             .execution_options(synchronize_session=False)).rowcount
-    session.commit()
     if taken != 1:
+        session.rollback()
         raise SiteBusy("another process started generating the site a moment ago")
+    if commit:
+        session.commit()
 
 
 def length(session: Session) -> timedelta:
