@@ -73,6 +73,18 @@ def on_redis(app, tmp_path, redis_url):
     other.extensions["db_engine"].dispose()
 
 
+@pytest.fixture(params=["redis", "rabbitmq"])
+def on_a_broker(request, app, tmp_path):
+    """A node on each production broker there is: Redis, RabbitMQ (TEST_RABBITMQ_URL)."""
+    url = os.environ.get(f"TEST_{request.param.upper()}_URL")
+    if not url:
+        pytest.skip(f"TEST_{request.param.upper()}_URL is not set")
+    other = node(app, tmp_path / "node", CELERY_BROKER_URL=url,
+                 CELERY_QUEUE=f"test-{uuid.uuid4().hex}")
+    yield other
+    other.extensions["db_engine"].dispose()
+
+
 def test_a_burst_of_changes_queues_one_run_that_a_worker_makes(embedded, session, tmp_path):
     site = make_site(session, change_delay=2, schedule="off")
     with embedded.extensions["db_sessionmaker"]() as writer:
@@ -94,22 +106,22 @@ def test_a_burst_of_changes_queues_one_run_that_a_worker_makes(embedded, session
 
 
 def test_work_asked_on_one_node_runs_on_a_worker_and_is_followed_from_another(
-        app, on_redis, session, tmp_path):
-    """Node A records and queues "regenerate now" on Redis; a worker runs it; node B, with an
-    instance folder of its own, shows its progress and outcome over the API."""
+        app, on_a_broker, session, tmp_path):
+    """Node A records and queues "regenerate now" on the broker; a worker runs it; node B,
+    with an instance folder of its own, shows its progress and outcome over the API."""
     site = make_site(session)
     make_urls(session, site, 30)
     user = create_user(session, "editor@example.com", "a long enough password 1", "editor")
     _, secret = create_token(session, user, "cms", "write", None)
     session.commit()
-    reader = node(app, tmp_path / "b", CELERY_BROKER_URL=on_redis.config["CELERY_BROKER_URL"],
-                  CELERY_QUEUE=on_redis.config["CELERY_QUEUE"])
+    reader = node(app, tmp_path / "b", CELERY_BROKER_URL=on_a_broker.config["CELERY_BROKER_URL"],
+                  CELERY_QUEUE=on_a_broker.config["CELERY_QUEUE"])
     headers = {"Authorization": f"Bearer {secret}"}
     try:
-        asked = on_redis.test_client().post("/api/v1/sites/shop/generate", headers=headers)
+        asked = on_a_broker.test_client().post("/api/v1/sites/shop/generate", headers=headers)
         assert asked.status_code == 202 and asked.json["status"] == "queued", asked.json
         path = asked.headers["Location"]
-        with AppProcesses(tmp_path, environment(on_redis)) as processes:
+        with AppProcesses(tmp_path, environment(on_a_broker)) as processes:
             worker = processes.worker()
             state = wait_for(lambda: (s := reader.test_client().get(path, headers=headers).json)
                              ["status"] in ("done", "failed") and s, 60, "the task to finish")
@@ -118,7 +130,7 @@ def test_work_asked_on_one_node_runs_on_a_worker_and_is_followed_from_another(
         reader.extensions["db_engine"].dispose()
     assert state["status"] == "done", (state, log)
     assert "30 URLs in 1 files" in state["message"] and state["started_at"]
-    assert get_store(on_redis).current_generation(site.storage_key) is not None
+    assert get_store(on_a_broker).current_generation(site.storage_key) is not None
 
 
 def test_a_broker_that_does_not_answer_fails_the_task_with_its_reason(app, session, tmp_path):
