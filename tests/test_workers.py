@@ -275,3 +275,19 @@ def test_a_lease_on_postgresql_is_short_and_renewed_while_its_run_goes_on(
     leases.claim(session, site.id, later, "this-machine:1:efgh")
     session.expire_all()
     assert session.get(Site, site.id).run_owner == "this-machine:1:efgh"
+
+
+def test_a_task_delivered_twice_does_its_work_once(app, session):
+    """At least once meets exactly once: the same message run again (a redelivery after a
+    worker died, or a broker's duplicate) makes no second generation and no second record."""
+    site = make_site(session, change_delay=0)
+    make_urls(session, site, 5)
+    task_id = tasks.start(session, app, "regenerate", site)
+    session.commit()  # runs here, eagerly
+    celery = tasks.celery_of(app)
+    assert tasks.read(session, task_id)["status"] == "done"
+    celery.tasks["webapp.regenerate_now"].apply((task_id, site.id))  # delivered again
+    celery.tasks["webapp.regenerate_due"].apply(([site.id],))
+    celery.tasks["webapp.regenerate_due"].apply(([site.id],))
+    assert [g.status for g in generations(session, site)] == ["succeeded"]
+    assert tasks.read(session, task_id)["status"] == "done"
