@@ -45,7 +45,7 @@ class FakeEngine(ThreadingHTTPServer):
         engine = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 - the name http.server calls
+            def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 now = time.perf_counter()
                 for url in body.get("urlList", []):

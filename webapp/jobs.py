@@ -20,6 +20,7 @@ from webapp.db import new_session
 from webapp.errors import NotFound
 from webapp.leases import SiteBusy
 from webapp.models import Generation, Site, utcnow
+from webapp.scheduler import next_run
 from webapp.sitemaps import (
     Limits,
     Published,
@@ -28,7 +29,6 @@ from webapp.sitemaps import (
     get_store,
     republish_site,
 )
-from webapp.scheduler import next_run
 from webapp.urls import committed_change_seq
 
 log = logging.getLogger(__name__)

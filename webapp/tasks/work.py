@@ -18,7 +18,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from flask import Flask, current_app
-from sqlalchemy import update
 
 from webapp import jobs, notify
 from webapp.db import new_session, session_scope

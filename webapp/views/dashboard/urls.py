@@ -24,7 +24,7 @@ from sqlalchemy import select, tuple_
 from webapp import tasks
 from webapp.db import get_session, new_session
 from webapp.errors import InvalidValue
-from webapp.models import Site, Url
+from webapp.models import Url
 from webapp.protocol import CHANGEFREQS
 from webapp.urls import (
     ImportFormatError,
