@@ -180,9 +180,9 @@ class Outage:
 
 def test_a_database_outage_gives_clear_errors_and_recovers_without_a_restart(
         postgresql_url, app, session, tmp_path):
-    """The web app and a running scheduler process lose the database and get it back: clear
+    """The web app, a running scheduler and a worker lose the database and get it back: clear
     answers meanwhile (503 with a reason, one log line per scheduler tick), crawlers still
-    served, and afterwards both work again, neither restarted."""
+    served, and afterwards all work again, none restarted."""
     site = make_site(session, schedule="off", change_delay=0)
     make_urls(session, site, 5)
     user = create_user(session, "cms@example.com", "correct horse", "editor")
@@ -195,14 +195,17 @@ def test_a_database_outage_gives_clear_errors_and_recovers_without_a_restart(
     served = create_app({**app.config, "DATABASE_URL": relayed})
     client = served.test_client()
     api = {"Authorization": f"Bearer {secret}"}
-    log = tmp_path / "scheduler.log"
-    with open(log, "w") as output:
+    log, worker_log = tmp_path / "scheduler.log", tmp_path / "worker.log"
+    env = {**os.environ, "DATABASE_URL": relayed, "SECRET_KEY": "x",
+           "INSTANCE_PATH": app.config["INSTANCE_PATH"], "CELERY_BROKER_URL": "",
+           "SITEMAPS_DIR": app.config["SITEMAPS_DIR"], "SCHEDULER_TICK_SECONDS": "1"}
+    with open(log, "w") as output, open(worker_log, "w") as worker_output:
         scheduler = subprocess.Popen(
             [sys.executable, "-m", "flask", "--app", "webapp", "scheduler", "run"],
-            env={**os.environ, "DATABASE_URL": relayed, "SECRET_KEY": "x",
-                 "INSTANCE_PATH": app.config["INSTANCE_PATH"],
-                 "SITEMAPS_DIR": app.config["SITEMAPS_DIR"], "SCHEDULER_TICK_SECONDS": "1"},
-            stdout=output, stderr=subprocess.STDOUT)
+            env=env, stdout=output, stderr=subprocess.STDOUT)
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "flask", "--app", "webapp", "worker", "--concurrency", "1"],
+            env=env, stdout=worker_output, stderr=subprocess.STDOUT)
     try:
         assert client.get("/healthz").status_code == 200
         assert client.get("/api/v1/sites", headers=api).status_code == 200
@@ -238,7 +241,8 @@ def test_a_database_outage_gives_clear_errors_and_recovers_without_a_restart(
                              json={"urls": [{"loc": f"{site.base_url}after-outage"}]})
         assert answer.status_code == 200 and answer.json["created"] == 1
         assert dashboard.get("/").status_code == 200
-        # The same scheduler process generates the change made after the outage.
+        # The same scheduler process queues the change made after the outage, and the same
+        # worker generates it.
         sitemap = ""
         deadline = time.monotonic() + 30
         while "after-outage" not in sitemap and time.monotonic() < deadline:
@@ -246,8 +250,10 @@ def test_a_database_outage_gives_clear_errors_and_recovers_without_a_restart(
             sitemap = client.get("/sitemaps/shop/sitemap.xml").text
         assert "after-outage" in sitemap
         assert "Traceback" not in log.read_text()
+        assert scheduler.poll() is None and worker.poll() is None  # neither restarted
     finally:
-        scheduler.send_signal(signal.SIGTERM)
-        scheduler.wait(timeout=60)
+        for process in (scheduler, worker):
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=60)
         served.extensions["db_engine"].dispose()
         outage.close()
