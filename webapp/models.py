@@ -93,6 +93,9 @@ class Site(Timestamps, Base):
     # After a failed run, changes wait until then before they trigger another.
     retry_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     generated_seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    # Live URLs, kept by every transaction that adds or deletes some (webapp.urls.changes):
+    # lists of thousands of sites show it without counting every URL per view.
+    url_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     # Who is generating the site now (host:pid), until when at the latest.
     run_owner: Mapped[str | None] = mapped_column(String(160))
     run_lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
@@ -178,9 +181,11 @@ class Generation(Base):
     """One run of the generator for one site, successful or not."""
 
     __tablename__ = "generations"
+    # A site's newest run by one index probe (the sites page sorts by it).
+    __table_args__ = (Index("ix_generations_site_id_id", "site_id", "id"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    site_id: Mapped[int] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"), index=True)
+    site_id: Mapped[int] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"))
     status: Mapped[str] = mapped_column(String(16), default="running")
     started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
@@ -247,10 +252,14 @@ class Delivery(Base):
     """One announcement to one engine, and how each attempt to deliver it went."""
 
     __tablename__ = "deliveries"
-    __table_args__ = (Index("ix_deliveries_status_next_attempt_at", "status", "next_attempt_at"),)
+    __table_args__ = (
+        Index("ix_deliveries_status_next_attempt_at", "status", "next_attempt_at"),
+        # A site's newest announcement per engine by one index probe.
+        Index("ix_deliveries_site_id_engine_id", "site_id", "engine", "id"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    site_id: Mapped[int] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"), index=True)
+    site_id: Mapped[int] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"))
     engine: Mapped[str] = mapped_column(String(16))  # indexnow, gsc or ping
     generation_id: Mapped[int | None] = mapped_column(Integer)
     # The address of the last attempt (for ping, the template's URL, fixed when planned).
