@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import re
+import threading
 from contextlib import contextmanager
 from datetime import timedelta
 
@@ -12,8 +13,10 @@ import pytest
 from sqlalchemy import event, func, select
 
 from tests.builders import make_site, make_urls
+from tests.probes import wait_for, waiting_on_locks
 from tests.test_api import Api, error_of
 from tests.test_dashboard import PASSWORD, sign_in
+from webapp.errors import NotFound
 from webapp.models import Delivery, Generation, Site, Url, User, utcnow
 from webapp.sitemaps import get_store
 from webapp.sites import delete_site
@@ -187,6 +190,44 @@ def test_the_url_count_stays_right_through_every_write_path(app, session):
     step(4)
     delete_locs(session, site, [f"{base}{name}" for name in "abcd"])
     step(0)
+
+
+@pytest.mark.parametrize("write", ["add", "delete"])
+def test_two_writers_of_the_same_url_at_once_count_it_once(app, database_url, session, write):
+    # The second waits for the site's row, then reads the URL as the first left it.
+    if not database_url.startswith("postgresql"):
+        pytest.skip("SQLite lets one writer in at a time: the two cannot interleave")
+    site = make_site(session)
+    make_urls(session, site, 3)
+    loc = f"{site.base_url}page/0" if write == "delete" else f"{site.base_url}new"
+
+    def do(other):
+        mine = other.get(Site, site.id)
+        return delete_url(other, mine, loc) if write == "delete" else save_url(other, mine, loc)
+
+    first = app.extensions["db_sessionmaker"]()
+    do(first)  # holds the site's row until it commits
+    outcome = []
+
+    def second():
+        with app.extensions["db_sessionmaker"]() as other:
+            try:
+                outcome.append(do(other))
+                other.commit()
+            except NotFound as exc:
+                outcome.append(exc)
+
+    thread = threading.Thread(target=second)
+    thread.start()
+    with app.extensions["db_sessionmaker"]() as watcher:
+        wait_for(waiting_on_locks(watcher, 1), what="the second writer waiting for the site")
+    first.commit()
+    first.close()
+    thread.join(10)
+    if write == "delete":
+        assert isinstance(outcome[0], NotFound) and live(session, site) == (2, 2)
+    else:
+        assert outcome[0][1] is False and live(session, site) == (4, 4)  # not created twice
 
 
 def test_a_write_that_is_rolled_back_leaves_the_count_as_it_was(app, session):

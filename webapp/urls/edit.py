@@ -189,8 +189,11 @@ def delete_urls(session: Session, site: Site, ids: Iterable[int]) -> int:
 
 def delete_url(session: Session, site: Site, loc: str) -> Url:
     """Mark a URL deleted: it leaves the sitemaps, and the row remains to announce the removal."""
-    url = find_url(session, site, normalize_url(loc, site.encoding))
-    url.change_seq = next_change_seq(session, site.id)  # the site's row first, as every writer
-    url.deleted_at = utcnow()
+    loc = normalize_url(loc, site.encoding)
+    url = find_url(session, site, loc)
+    seq = next_change_seq(session, site.id)  # the site's row first, as every writer
+    session.expire(url)  # read again under the lock: another writer may have deleted it
+    url = find_url(session, site, loc)
+    url.change_seq, url.deleted_at = seq, utcnow()
     count_live(session, site.id, -1)
     return url
