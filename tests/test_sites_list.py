@@ -21,7 +21,15 @@ from webapp.models import Delivery, Generation, Site, Url, User, utcnow
 from webapp.sitemaps import get_store
 from webapp.sites import delete_site
 from webapp.tokens import create_token
-from webapp.urls import delete_locs, delete_url, delete_urls, import_urls, save_url, upsert_urls
+from webapp.urls import (
+    delete_locs,
+    delete_url,
+    delete_urls,
+    health,
+    import_urls,
+    save_url,
+    upsert_urls,
+)
 from webapp.users import create_user
 
 
@@ -248,6 +256,42 @@ def test_a_deleted_site_takes_its_count_with_it(app, session):
 
 
 # The dashboard's sites page
+
+
+def test_a_page_of_sites_gets_the_same_health_warnings_as_each_site_s_overview(app, session):
+    def site(name, count, default_priority=None, **fields):
+        made = make_site(session, name, f"https://{name}.example/",
+                         default_priority=default_priority)
+        make_urls(session, made, count, **fields)
+        return made
+
+    sites = [
+        site("empty", 0), site("few", 3, priority=0.9), site("high", 12, priority=0.9),
+        site("defaulthigh", 12, default_priority=0.9),  # URLs without one take the default
+        site("one-low", 12, priority=0.9), site("future", 12, lastmod="2999-01-01"),
+        site("seven", 12), site("six", 12), site("nulls", 12, priority=0.5),
+    ]
+    save_url(session, sites[4], f"{sites[4].base_url}low", {"priority": "0.1"})
+    for n in range(12):  # seven of twelve share a lastmod; six of twelve do not make most
+        save_url(session, sites[6], f"{sites[6].base_url}page/{n}",
+                 {"lastmod": "2026-01-01" if n < 7 else f"2026-02-{n:02}", "priority": "0.5"})
+        save_url(session, sites[7], f"{sites[7].base_url}page/{n}",
+                 {"lastmod": "2026-01-01" if n < 6 else f"2026-02-{n:02}", "priority": "0.5"})
+    delete_url(session, sites[2], f"{sites[2].base_url}page/0")  # a deleted URL is no URL
+    session.commit()
+    session.expire_all()
+    with app.app_context():
+        batch = health.page_warnings(session, sites)
+        one_by_one = {site.id: health.warnings(session, site) for site in sites}
+    assert batch == one_by_one
+    titles = {site.slug: [w.title for w in batch[site.id]] for site in sites}
+    assert titles["empty"] == ["No URLs yet"] and titles["few"] == []
+    assert titles["high"] == titles["defaulthigh"] == ["Every URL has a high priority"]
+    assert titles["one-low"] == [] and titles["six"] == [] and titles["nulls"] == []
+    assert titles["future"] == ["12 URLs have a lastmod in the future",
+                                "12 of 12 URLs share the lastmod 2999-01-01"]
+    assert titles["seven"] == ["7 of 12 URLs share the lastmod 2026-01-01"]
+
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from sqlalchemy import (
     UniqueConstraint,
     false,
     func,
+    text,
     true,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
@@ -181,8 +182,13 @@ class Generation(Base):
     """One run of the generator for one site, successful or not."""
 
     __tablename__ = "generations"
-    # A site's newest run by one index probe (the sites page sorts by it).
-    __table_args__ = (Index("ix_generations_site_id_id", "site_id", "id"),)
+    # A site's newest run by one index probe (the sites page sorts by it); whether a site has
+    # ever failed from a small index of failures alone.
+    __table_args__ = (
+        Index("ix_generations_site_id_id", "site_id", "id"),
+        Index("ix_generations_failed_site_id", "site_id", sqlite_where=text("status = 'failed'"),
+              postgresql_where=text("status = 'failed'")),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     site_id: Mapped[int] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"))
@@ -254,8 +260,11 @@ class Delivery(Base):
     __tablename__ = "deliveries"
     __table_args__ = (
         Index("ix_deliveries_status_next_attempt_at", "status", "next_attempt_at"),
-        # A site's newest announcement per engine by one index probe.
+        # A site's newest announcement per engine by one index probe; whether it has a failed
+        # one from a small index of failures alone.
         Index("ix_deliveries_site_id_engine_id", "site_id", "engine", "id"),
+        Index("ix_deliveries_failed_site_id", "site_id", sqlite_where=text("status = 'failed'"),
+              postgresql_where=text("status = 'failed'")),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

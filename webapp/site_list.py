@@ -3,7 +3,8 @@
 Every figure a list sorts by is read per site from an index (the newest run, the newest
 announcement per engine) or from the site's row (its live URL count, `Site.url_count`), so a
 page costs the same with ten sites or ten thousand, and nothing counts every URL per view.
-The checks that read a site's URLs (`urls.health`) run only for the sites of the page shown.
+The checks that read a site's URLs (`urls.health`) run only for the sites of the page shown,
+in a few queries for all of them.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from sqlalchemy import Select, case, exists, func, or_, select
+from sqlalchemy import Select, case, exists, func, literal_column, or_, select
 from sqlalchemy.orm import Session
 
 from webapp.models import Delivery, Generation, Site, Url, utcnow
@@ -50,15 +51,26 @@ def _newest(column, model=Generation, *where):
             .order_by(model.id.desc()).limit(1).scalar_subquery())
 
 
+FAILED = literal_column("'failed'")  # a literal, so that the partial indexes on failures apply
+
+
 def problem_score():
     """How many problems a site has that can be told without reading its URLs: a failed last
-    run, each engine whose last announcement failed, no URLs, lastmods in the future."""
-    failed = [case((_newest(Delivery.status, Delivery, Delivery.engine == engine) == "failed",
-                    1), else_=0) for engine in ENGINES]
+    run, each engine whose last announcement failed, no URLs, lastmods in the future.
+
+    Most sites have never failed: one probe of the (tiny) index of failed runs, and one of
+    failed announcements, tells so, and only the others have their newest rows looked at."""
+    ever_failed = exists().where(Generation.site_id == Site.id, Generation.status == FAILED)
+    run = case((ever_failed, case((_newest(Generation.status) == "failed", 1), else_=0)),
+               else_=0)
+    announcements_failed = exists().where(Delivery.site_id == Site.id, Delivery.status == FAILED)
+    engines = sum(case((_newest(Delivery.status, Delivery, Delivery.engine == engine) == "failed",
+                        1), else_=0) for engine in ENGINES)
+    announcements = case((announcements_failed, engines), else_=0)
     now = utcnow().strftime("%Y-%m-%dT%H:%M:%S+00:00")
     future = exists().where(Url.site_id == Site.id, Url.lastmod > now, Url.deleted_at.is_(None))
-    return (case((_newest(Generation.status) == "failed", 1), else_=0) + sum(failed)
-            + case((Site.url_count == 0, 1), else_=0) + case((future, 1), else_=0))
+    return run + announcements + case((Site.url_count == 0, 1), else_=0) + case((future, 1),
+                                                                                  else_=0)
 
 
 def _ordered(query: Select, sort: str) -> Select:
@@ -110,6 +122,7 @@ def describe(session: Session, sites: Iterable[Site]) -> list[Row]:
     sites = list(sites)
     ids = [site.id for site in sites]
     runs, announced = latest_runs(session, ids), latest_announcements(session, ids)
+    warnings = health.page_warnings(session, sites)
     rows = []
     for site in sites:
         row = Row(site, runs.get(site.id), announced.get(site.id, []))
@@ -117,7 +130,6 @@ def describe(session: Session, sites: Iterable[Site]) -> list[Row]:
             row.problems.append("The last generation failed")
         row.problems += [f"The last {ENGINE_NAMES.get(d.engine, d.engine)} announcement failed"
                          for d in row.announced if d.status == "failed"]
-        row.problems += [warning.title for warning in
-                         health.warnings(session, site, site.url_count)]
+        row.problems += [warning.title for warning in warnings[site.id]]
         rows.append(row)
     return rows
