@@ -23,6 +23,7 @@ from webapp.urls import health
 SORTS = {"name": "Name", "last_run": "Last run", "problems": "Problems"}
 MAX_SEARCH = 200  # characters: more than any name (200) or host a person types
 ENGINE_NAMES = {"indexnow": "IndexNow", "gsc": "Search Console", "ping": "ping"}
+FAILED = literal_column("'failed'")  # a literal, so that the partial indexes on failures apply
 
 
 @dataclass
@@ -49,9 +50,6 @@ def _newest(column, model=Generation, *where):
     """`column` of the site's newest `model` row: one probe of its (site_id, ..., id) index."""
     return (select(column).where(model.site_id == Site.id, *where)
             .order_by(model.id.desc()).limit(1).scalar_subquery())
-
-
-FAILED = literal_column("'failed'")  # a literal, so that the partial indexes on failures apply
 
 
 def problem_score():

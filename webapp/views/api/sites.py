@@ -6,7 +6,7 @@ from flask import jsonify, request, url_for
 from sqlalchemy import select
 
 from webapp.db import get_session
-from webapp.models import Generation, Site
+from webapp.models import ApiTokenSite, Generation, Site
 from webapp.site_list import latest_runs
 from webapp.sites import SETTINGS as TEXT_SETTINGS
 from webapp.sites import create_site, update_site
@@ -54,7 +54,8 @@ def sites_list():
     limit = query_int("limit", 100, 1, 1000)
     query = select(Site)
     if not access().all_sites:  # in SQL, so that every page but the last is full
-        query = query.where(Site.id.in_(sorted(access().site_ids)))
+        query = query.where(Site.id.in_(select(ApiTokenSite.site_id).where(
+            ApiTokenSite.token_id == access().token_id)))
     if request.args.get("cursor"):
         query = query.where(Site.slug > decode_cursor(request.args["cursor"]))
     session = get_session()
