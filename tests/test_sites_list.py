@@ -93,6 +93,9 @@ def test_a_bad_limit_or_cursor_is_a_400_naming_the_parameter(app, session, query
     make_sites(session, 2)
     error = error_of(token_for(app, session).get(f"/sites?{query}"), 400)
     assert error["errors"][0]["field"] == field and field in error["message"]
+    assert error["errors"][0]["rule"] == {  # the rule the value broke, as the URL list says it
+        "limit": "a whole number from 1 to 1000",
+        "cursor": "the next_cursor of the page before"}[field]
 
 
 def test_a_token_limited_to_some_sites_pages_through_those_alone(app, session):
