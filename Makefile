@@ -60,6 +60,7 @@ bench: install
 	$(BIN)/python bench/generate.py --urls 100000 1000000 $(PG_BENCH)
 	$(BIN)/python bench/import.py --urls 1000000 $(PG_BENCH)
 	$(BIN)/python bench/dashboard.py --urls 1000000
+	$(BIN)/python bench/many_sites.py --profile 100 $(PG_BENCH)
 	$(BIN)/python bench/incremental.py --urls 1000000 $(PG_BENCH)
 	$(BIN)/python bench/freshness.py --urls 1000000 $(PG_BENCH) $(if $(TEST_REDIS_URL),--redis $(TEST_REDIS_URL))
 	$(BIN)/python bench/load.py --urls 1000000 --seconds 20

@@ -24,9 +24,12 @@ def make_site(session, name="Shop", base_url="https://shop.example.com/", **sett
 
 
 def make_urls(session, site: Site, count: int, **fields) -> list[str]:
-    """`count` committed URLs `<base_url>page/<n>`; returns their locs in id order."""
+    """`count` committed URLs `<base_url>page/<n>`; returns their locs in id order. Written
+    directly, so the site's url_count is moved here as the app's writers move it."""
     locs = [f"{site.base_url}page/{n}" for n in range(count)]
     session.add_all(Url(site_id=site.id, loc=loc, **fields) for loc in locs)
+    if fields.get("deleted_at") is None:
+        site.url_count += count
     session.commit()
     return locs
 

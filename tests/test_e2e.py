@@ -158,3 +158,60 @@ def test_a_token_made_in_the_browser_keeps_urls_in_sync(app, session, server, pa
     page.get_by_role("button", name="Revoke").click()
     assert page.get_by_text("Revoked token").is_visible()
     assert api.get(f"{server}/api/v1/sites", timeout=10).status_code == 401
+
+
+def test_an_operator_finds_sites_among_hundreds_on_a_desktop_and_a_phone(app, session, server,
+                                                                        page):
+    from playwright.sync_api import expect
+    from sqlalchemy import insert
+
+    from webapp.models import Delivery, Generation, Site, Url, utcnow
+
+    create_user(session, "ops@example.com", "correct horse", "viewer")
+    kinds = ("Shop", "Blog", "News", "Docs")
+    session.execute(insert(Site), [
+        {"slug": f"site-{n:03}", "name": f"{kinds[n % 4]} {n:03} of the example group",
+         "base_url": f"https://www{n:03}.{kinds[n % 4].lower()}-example.com/",
+         "sitemap_url": f"https://www{n:03}.{kinds[n % 4].lower()}-example.com/a/rather/long/"
+                        "path/to/the/sitemap-index-of-this-site.xml",
+         "url_count": 1 + n % 5} for n in range(1, 241)])
+    session.execute(insert(Url), [  # every eleventh site has a lastmod in the future
+        {"site_id": n, "loc": f"https://www{n:03}.{kinds[n % 4].lower()}-example.com/{m}",
+         "lastmod": "2999-01-01" if n % 11 == 0 and m == 0 else "2026-11-01", "priority": 0.5}
+        for n in range(1, 241) for m in range(1 + n % 5)])
+    now = utcnow()
+    session.execute(insert(Generation), [
+        {"site_id": n, "status": "failed" if n % 7 == 0 else "succeeded", "started_at": now,
+         "finished_at": now, "error": "disk full" if n % 7 == 0 else None} for n in range(1, 241)])
+    session.execute(insert(Delivery), [
+        {"site_id": n, "engine": engine, "status": "failed" if n % 12 == 10 else "delivered",
+         "attempt_limit": 4} for n in range(1, 241, 3) for engine in ("indexnow", "gsc")])
+    session.commit()
+
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{server}/sign-in")
+    page.get_by_label("E-mail").fill("ops@example.com")
+    page.get_by_label("Password").fill("correct horse")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_text("Sites 1–50 of 240")).to_be_visible()
+    shot(page, "20-sites-desktop")
+
+    page.get_by_label("Name or host").fill("NEWS-example")
+    page.get_by_label("Sort by").select_option("problems")
+    page.get_by_role("button", name="Apply").click()
+    expect(page.get_by_text("Sites 1–50 of 60 matching “NEWS-example”")).to_be_visible()
+    page.get_by_role("link", name="Next").click()
+    expect(page.get_by_text("Sites 51–60 of 60")).to_be_visible()
+    expect(page.get_by_label("Name or host")).to_have_value("NEWS-example")
+    expect(page.get_by_label("Sort by")).to_have_value("problems")
+    shot(page, "21-sites-desktop-search-page-2")
+
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone
+    page.get_by_role("link", name="Previous").click()
+    expect(page.get_by_text("Sites 1–50 of 60 matching")).to_be_visible()
+    expect(page.get_by_text("The last generation failed").first).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    shot(page, "22-sites-phone-search")
+    page.goto(f"{server}/?page=3")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    shot(page, "23-sites-phone-page-3")

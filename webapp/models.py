@@ -19,6 +19,7 @@ from sqlalchemy import (
     UniqueConstraint,
     false,
     func,
+    text,
     true,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
@@ -95,6 +96,9 @@ class Site(Timestamps, Base):
     # After a failed run, changes wait until then before they trigger another.
     retry_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     generated_seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    # Live URLs, kept by every transaction that adds or deletes some (webapp.urls.changes):
+    # lists of thousands of sites show it without counting every URL per view.
+    url_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     # Who is generating the site now (host:pid), until when at the latest.
     run_owner: Mapped[str | None] = mapped_column(String(160))
     run_lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
@@ -183,9 +187,16 @@ class Generation(Base):
     """One run of the generator for one site, successful or not."""
 
     __tablename__ = "generations"
+    # A site's newest run by one index probe (the sites page sorts by it); whether a site has
+    # ever failed from a small index of failures alone.
+    __table_args__ = (
+        Index("ix_generations_site_id_id", "site_id", "id"),
+        Index("ix_generations_failed_site_id", "site_id", sqlite_where=text("status = 'failed'"),
+              postgresql_where=text("status = 'failed'")),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    site_id: Mapped[int] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"), index=True)
+    site_id: Mapped[int] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"))
     status: Mapped[str] = mapped_column(String(16), default="running")
     started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
@@ -252,10 +263,17 @@ class Delivery(Base):
     """One announcement to one engine, and how each attempt to deliver it went."""
 
     __tablename__ = "deliveries"
-    __table_args__ = (Index("ix_deliveries_status_next_attempt_at", "status", "next_attempt_at"),)
+    __table_args__ = (
+        Index("ix_deliveries_status_next_attempt_at", "status", "next_attempt_at"),
+        # A site's newest announcement per engine by one index probe; whether it has a failed
+        # one from a small index of failures alone.
+        Index("ix_deliveries_site_id_engine_id", "site_id", "engine", "id"),
+        Index("ix_deliveries_failed_site_id", "site_id", sqlite_where=text("status = 'failed'"),
+              postgresql_where=text("status = 'failed'")),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    site_id: Mapped[int] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"), index=True)
+    site_id: Mapped[int] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"))
     engine: Mapped[str] = mapped_column(String(16))  # indexnow, gsc or ping
     generation_id: Mapped[int | None] = mapped_column(Integer)
     # The address of the last attempt (for ping, the template's URL, fixed when planned).

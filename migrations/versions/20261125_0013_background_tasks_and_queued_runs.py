@@ -1,7 +1,7 @@
 """Background tasks any node can follow, and the queued regeneration of a site
 
 Revision ID: 0013
-Revises: 0010
+Revises: 0012
 Create Date: 2026-11-25 04:00:00.000000
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = '0013'
-down_revision = '0010'
+down_revision = '0012'
 branch_labels = None
 depends_on = None
 

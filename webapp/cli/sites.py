@@ -5,11 +5,11 @@ from __future__ import annotations
 import click
 from flask import current_app
 from flask.cli import AppGroup
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from webapp.cli import friendly_errors
 from webapp.db import session_scope
-from webapp.models import Site, Url, utcnow
+from webapp.models import Site, utcnow
 from webapp.protocol import check_site_scope
 from webapp.sitemaps import get_store
 from webapp.sites import create_site, delete_site, find_site, site_settings, update_site
@@ -39,10 +39,8 @@ def sites_create(name, base_url, sitemap_url, encoding):
 def sites_list():
     """One line per site: id, slug, live URL count, sitemap URL."""
     with session_scope() as session:
-        counts = dict(session.execute(select(Url.site_id, func.count()).where(
-            Url.deleted_at.is_(None)).group_by(Url.site_id)).all())
         for site in session.scalars(select(Site).order_by(Site.id)):
-            click.echo(f"{site.id}\t{site.slug}\t{counts.get(site.id, 0)} URLs\t{site.sitemap_url}")
+            click.echo(f"{site.id}\t{site.slug}\t{site.url_count} URLs\t{site.sitemap_url}")
 
 
 @group.command("show")

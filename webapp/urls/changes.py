@@ -1,7 +1,8 @@
 """Change tracking: which URLs of a site were added, changed or deleted, in commit order.
 
 Every transaction that writes URLs of a site first raises the site's `change_seq` and stamps
-the URLs it writes with the new value. The UPDATE locks the site's row until that transaction
+the URLs it writes with the new value; one that adds or deletes URLs also moves the site's
+`url_count` by as many (`count_live`). The UPDATE locks the site's row until that transaction
 ends, so a transaction holding a higher number always commits after every lower one: a reader
 that has handed out everything up to N never sees a change below N appear later.
 """
@@ -49,6 +50,16 @@ def _tell_after_commit(session: Session, site_id: int) -> None:
         urls_changed.send(app, site_id=site_id)
 
     after_commit(session, tell)
+
+
+def count_live(session: Session, site_id: int, delta: int) -> None:
+    """Keep the site's url_count right: `delta` of its URLs became live (negative: deleted).
+
+    Called by the transaction that wrote them, after next_change_seq has locked the site's
+    row, so concurrent writers add their deltas one after the other."""
+    if delta:
+        session.execute(update(Site).where(Site.id == site_id)
+                        .values(url_count=Site.url_count + delta))
 
 
 def hold_site(session: Session, site_id: int) -> None:

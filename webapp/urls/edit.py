@@ -18,7 +18,7 @@ from webapp.protocol import (
     normalize_hreflang,
     normalize_url,
 )
-from webapp.urls.changes import next_change_seq
+from webapp.urls.changes import count_live, next_change_seq
 
 
 def scope_of(site: Site) -> Scope:
@@ -138,6 +138,8 @@ def write_url(session: Session, site: Site, checked: CheckedUrl) -> tuple[Url, b
     if changed:
         url.change_seq = seq
     session.flush()
+    if created:
+        count_live(session, site.id, 1)
     return url, created, changed
 
 
@@ -177,15 +179,21 @@ def delete_urls(session: Session, site: Site, ids: Iterable[int]) -> int:
     if not ids:
         return 0
     seq = next_change_seq(session, site.id)
-    return session.execute(update(Url).where(
+    deleted = session.execute(update(Url).where(
         Url.site_id == site.id, Url.id.in_(ids), Url.deleted_at.is_(None),
     ).values(deleted_at=utcnow(), change_seq=seq).execution_options(
         synchronize_session=False)).rowcount
+    count_live(session, site.id, -deleted)
+    return deleted
 
 
 def delete_url(session: Session, site: Site, loc: str) -> Url:
     """Mark a URL deleted: it leaves the sitemaps, and the row remains to announce the removal."""
-    url = find_url(session, site, normalize_url(loc, site.encoding))
-    url.change_seq = next_change_seq(session, site.id)  # the site's row first, as every writer
-    url.deleted_at = utcnow()
+    loc = normalize_url(loc, site.encoding)
+    url = find_url(session, site, loc)
+    seq = next_change_seq(session, site.id)  # the site's row first, as every writer
+    session.expire(url)  # read again under the lock: another writer may have deleted it
+    url = find_url(session, site, loc)
+    url.change_seq, url.deleted_at = seq, utcnow()
+    count_live(session, site.id, -1)
     return url

@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session
 from webapp.errors import InvalidValue
 from webapp.models import Site, Url
 from webapp.protocol import FIELD_RULES
-from webapp.urls.changes import hold_site, next_change_seq
+from webapp.urls.changes import count_live, hold_site, next_change_seq
 from webapp.urls.csv_rows import validate_text
 
 COLUMNS = ("loc", *FIELD_RULES)
@@ -269,6 +269,8 @@ def write_batch(session: Session, site: Site, columns: tuple[str, ...],
     def seq() -> int:
         return report.take_change_seq(session, site.id)
 
+    added_before = report.added
+
     for loc, values in batch.items():
         row = existing.get(loc)
         if row is None:
@@ -295,3 +297,4 @@ def write_batch(session: Session, site: Site, columns: tuple[str, ...],
         _insert_many(connection, inserts)
     if updates:
         session.execute(update(Url), updates)  # ORM bulk update by primary key
+    count_live(session, site.id, report.added - added_before)

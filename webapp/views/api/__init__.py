@@ -8,6 +8,8 @@ The OpenAPI document (spec.py) is the contract: request bodies are validated aga
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import re
 from datetime import datetime
@@ -237,6 +239,25 @@ def query_choice(name: str, choices: tuple[str, ...]) -> str:
                        [{"field": name, "rule": rule, "message": f"{name} {value[:40]!r}: must "
                                                                  f"be {rule}"}])
     return value
+
+
+def encode_cursor(key: str) -> str:
+    """The next_cursor of a page ordered by a text key (a loc, a slug): its last key."""
+    return base64.urlsafe_b64encode(key.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> str:
+    """The key a cursor of encode_cursor holds; 400 naming `cursor` for anything else."""
+    try:
+        key = base64.b64decode(cursor + "=" * (-len(cursor) % 4), altchars=b"-_",
+                               validate=True).decode()
+        if "\x00" in key:  # no loc or slug holds one (and PostgreSQL could not compare it)
+            raise ValueError(key)
+        return key
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise ApiError(400, "cursor is not one this API gave out: pass next_cursor unchanged",
+                       [{"field": "cursor", "rule": "the next_cursor of the page before",
+                         "message": "cursor: not one this API gave out"}]) from None
 
 
 @bp.get("/openapi.json")

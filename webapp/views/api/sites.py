@@ -2,27 +2,39 @@
 
 from __future__ import annotations
 
-from flask import jsonify, url_for
-from sqlalchemy import func, select
+from flask import jsonify, request, url_for
+from sqlalchemy import select
 
 from webapp.db import get_session
-from webapp.models import Generation, Site, Url
+from webapp.models import ApiTokenSite, Generation, Site
+from webapp.site_list import latest_runs
 from webapp.sites import SETTINGS as TEXT_SETTINGS
 from webapp.sites import create_site, update_site
-from webapp.views.api import ApiError, access, bp, isoformat, json_body, load_site, writes
+from webapp.views.api import (
+    ApiError,
+    access,
+    bp,
+    decode_cursor,
+    encode_cursor,
+    isoformat,
+    json_body,
+    load_site,
+    query_int,
+    writes,
+)
 from webapp.views.api.runs import generation_json
 from webapp.views.api.spec import SETTINGS
 
 
-def site_json(site: Site) -> dict:
-    session = get_session()
-    last = session.scalar(select(Generation).where(Generation.site_id == site.id)
-                          .order_by(Generation.id.desc()).limit(1))
-    count = session.scalar(select(func.count()).select_from(Url).where(
-        Url.site_id == site.id, Url.deleted_at.is_(None)))
+def site_json(site: Site, runs: dict[int, Generation] | None = None) -> dict:
+    """A site as the API shows it; `runs` holds the newest run of the sites of a page (looked
+    up for this site alone when not given)."""
+    if runs is None:
+        runs = latest_runs(get_session(), [site.id])
+    last = runs.get(site.id)
     settings = {name: getattr(site, name) for name in SETTINGS}
     settings["ping_urls"] = (site.ping_urls or "").split("\n") if site.ping_urls else []
-    return {**settings, "url_count": count, "change_seq": site.change_seq,
+    return {**settings, "url_count": site.url_count, "change_seq": site.change_seq,
             "generated_seq": site.generated_seq, "next_run_at": isoformat(site.next_run_at),
             "last_generation": generation_json(last) if last else None,
             "created_at": isoformat(site.created_at), "updated_at": isoformat(site.updated_at)}
@@ -37,8 +49,22 @@ def _as_text(body: dict) -> dict[str, str | list[str]]:
 
 @bp.get("/sites")
 def sites_list():
-    rows = get_session().scalars(select(Site).order_by(Site.slug)).all()
-    return jsonify(items=[site_json(site) for site in rows if access().sees(site)])
+    """A page of the sites the token sees, in slug order; the cursor is the last slug shown.
+    Two queries a page whatever its size: the sites, then their newest runs."""
+    limit = query_int("limit", 100, 1, 1000)
+    query = select(Site)
+    if not access().all_sites:  # in SQL, so that every page but the last is full
+        query = query.where(Site.id.in_(select(ApiTokenSite.site_id).where(
+            ApiTokenSite.token_id == access().token_id)))
+    if request.args.get("cursor"):
+        query = query.where(Site.slug > decode_cursor(request.args["cursor"]))
+    session = get_session()
+    rows = session.scalars(query.order_by(Site.slug).limit(limit + 1)).all()
+    more = len(rows) > limit
+    rows = rows[:limit]
+    runs = latest_runs(session, [site.id for site in rows])
+    return jsonify(items=[site_json(site, runs) for site in rows],
+                   next_cursor=encode_cursor(rows[-1].slug) if more else None)
 
 
 @bp.post("/sites")

@@ -83,8 +83,9 @@ SCHEMAS = {
             "updated_at": MOMENT,
         },
     },
-    "SiteList": {"type": "object", "required": ["items"],
-                 "properties": {"items": {"type": "array", "items": ref("Site")}}},
+    "SitePage": {"type": "object", "required": ["items", "next_cursor"],
+                 "properties": {"items": {"type": "array", "items": ref("Site")},
+                                "next_cursor": nullable(STRING)}},
     "SiteCreate": {"type": "object", "required": ["name", "base_url"],
                    "properties": SETTINGS, "additionalProperties": False},
     "SiteUpdate": {"type": "object", "properties": SETTINGS, "additionalProperties": False},
@@ -238,7 +239,8 @@ TASK_ID = {"name": "task_id", "in": "path", "required": True,
 
 PATHS = {
     "/sites": {
-        "get": _operation("The sites this token may see", ("200", "SiteList", "the sites"), "",
+        "get": _operation("A page of the sites this token may see, in slug order",
+                          ("200", "SitePage", "the page"), "", [LIMIT, CURSOR],
                           operation_id="listSites"),
         "post": _operation("Create a site (a write token for all sites)",
                            ("201", "Site", "the new site"), "409 413 415 422",

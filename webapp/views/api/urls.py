@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
-
 from flask import jsonify, request
 from sqlalchemy import select
 from sqlalchemy.orm import selectinload
@@ -15,6 +12,8 @@ from webapp.urls import MAX_ITEMS, SyncReport, delete_locs, starting_with, upser
 from webapp.views.api import (
     ApiError,
     bp,
+    decode_cursor,
+    encode_cursor,
     isoformat,
     load_site,
     query_choice,
@@ -30,23 +29,6 @@ def url_json(url: Url) -> dict:
             "alternates": {a.hreflang: a.href for a in url.alternates},
             "deleted_at": isoformat(url.deleted_at), "change_seq": url.change_seq,
             "updated_at": isoformat(url.updated_at)}
-
-
-def _cursor(loc: str) -> str:
-    return base64.urlsafe_b64encode(loc.encode()).decode().rstrip("=")
-
-
-def _after(cursor: str) -> str:
-    try:
-        loc = base64.b64decode(cursor + "=" * (-len(cursor) % 4), altchars=b"-_",
-                               validate=True).decode()
-        if "\x00" in loc:  # no loc holds one (and PostgreSQL could not compare it)
-            raise ValueError(loc)
-        return loc
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise ApiError(400, "cursor is not one this API gave out: pass next_cursor unchanged",
-                       [{"field": "cursor", "rule": "the next_cursor of the page before",
-                         "message": "cursor: not one this API gave out"}]) from None
 
 
 def _items(body: dict, name: str) -> list:
@@ -75,12 +57,12 @@ def urls_list(slug):
     if request.args.get("prefix", "").strip():
         query = query.where(*starting_with(site, request.args["prefix"]))
     if request.args.get("cursor"):
-        query = query.where(Url.loc > _after(request.args["cursor"]))
+        query = query.where(Url.loc > decode_cursor(request.args["cursor"]))
     rows = get_session().scalars(query.order_by(Url.loc).limit(limit + 1)).all()
     more = len(rows) > limit
     rows = rows[:limit]
     return jsonify(items=[url_json(url) for url in rows],
-                   next_cursor=_cursor(rows[-1].loc) if more else None)
+                   next_cursor=encode_cursor(rows[-1].loc) if more else None)
 
 
 @bp.post("/sites/<slug>/urls")

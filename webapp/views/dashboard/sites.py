@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from flask import current_app, flash, redirect, render_template, request, url_for
+from flask import abort, current_app, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 from sqlalchemy import func, select
 
-from webapp import tasks
+from webapp import site_list, tasks
 from webapp.db import get_session
 from webapp.errors import InvalidValue, NotAllowed
-from webapp.models import Delivery, Generation, Site, Url, utcnow
+from webapp.models import Delivery, Generation, Site, utcnow
 from webapp.protocol import check_site_scope
 from webapp.sitemaps import get_store
 from webapp.sites import (
@@ -38,25 +38,35 @@ SECTIONS = {
 assert sorted(sum(SECTIONS.values(), [])) == sorted(SETTINGS)
 
 
-def _latest_per_site(model, *group):
-    """The newest row of `model` per site (and per `group` columns)."""
-    newest = select(func.max(model.id)).group_by(model.site_id, *group)
-    return get_session().scalars(select(model).where(model.id.in_(newest))).all()
+PAGE = 50
+MAX_PAGE = 1_000_000
+
+
+def _list_args() -> tuple[str, str, int]:
+    """The sites page's search, sort and page number from the query string; a 400 that names
+    the parameter and its rule for anything else."""
+    text, sort = request.args.get("q", ""), request.args.get("sort", "name")
+    if len(text) > site_list.MAX_SEARCH:
+        abort(400, f"q (the search) must be at most {site_list.MAX_SEARCH} characters; "
+                   f"this one has {len(text)}.")
+    if sort not in site_list.SORTS:
+        abort(400, f"sort must be one of {', '.join(site_list.SORTS)}; not {sort[:40]!r}.")
+    number = request.args.get("page", "1")
+    if not (number.isascii() and number.isdigit() and 1 <= int(number) <= MAX_PAGE):
+        abort(400, f"page must be a whole number from 1 to {MAX_PAGE:,}; not {number[:40]!r}.")
+    return text, sort, int(number)
 
 
 @bp.get("/")
 @require("viewer")
 def sites():
-    session = get_session()
-    counts = dict(session.execute(select(Url.site_id, func.count()).where(
-        Url.deleted_at.is_(None)).group_by(Url.site_id)).all())
-    last_runs = {g.site_id: g for g in _latest_per_site(Generation)}
-    announced: dict[int, list[Delivery]] = {}
-    for delivery in _latest_per_site(Delivery, Delivery.engine):
-        announced.setdefault(delivery.site_id, []).append(delivery)
-    return render_template("dashboard/sites.html",
-                           sites=session.scalars(select(Site).order_by(Site.name)).all(),
-                           counts=counts, last_runs=last_runs, announced=announced)
+    text, sort, number = _list_args()
+    rows, total = site_list.page(get_session(), text, sort, (number - 1) * PAGE, PAGE)
+    kept = {name: value for name, value in (("q", text.strip()), ("sort", sort))
+            if value and (name, value) != ("sort", "name")}
+    return render_template("dashboard/sites.html", rows=rows, total=total, page=number,
+                           pages=max(1, -(-total // PAGE)), first=(number - 1) * PAGE + 1,
+                           kept=kept, text=text, sort=sort, sorts=site_list.SORTS)
 
 
 def _form_changes(site: Site | None) -> dict[str, str]:

@@ -1,0 +1,319 @@
+"""Thousands of sites in one installation: the API's list of sites, the dashboard's sites page,
+and generating many small sites against one large one.
+
+    python bench/many_sites.py [--postgresql postgresql://postgres@127.0.0.1/test]
+
+For each database (SQLite; PostgreSQL too with --postgresql URL or TEST_POSTGRESQL_URL, each in
+a schema of its own, dropped at the end):
+
+1. 2,000 sites of 100 URLs, loaded in bulk, each generated one after another with
+   `jobs.regenerate(site_id, app)`, against one site of 200,000 URLs generated once (target:
+   the 2,000 runs take at most 3x the one; `--profile N` prints the top of a cProfile of N
+   more small sites' runs: where the per-site time goes). Then the median time of the first
+   page of `GET /api/v1/sites` (100 sites), of a page 90% deep (by cursor), and the time to
+   walk the whole list.
+2. 10,000 sites and 1,000,000 URLs among them, each site with a run and every tenth with
+   announcements: the same API figures, and the dashboard's sites page (first page, deep, two
+   searches, each sort) rendered through the app, signed in (target: each under 300 ms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import re
+import sqlite3
+import statistics
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from common import drop_schema
+
+KINDS = ("Shop", "Blog", "News", "Docs")
+SITE_COLUMNS = ("id", "slug", "name", "base_url", "sitemap_url", "encoding", "max_urls_per_file",
+                "indexnow_key", "storage_key", "url_count", "created_at", "updated_at")
+URL_COLUMNS = ("site_id", "loc", "lastmod", "changefreq", "priority", "created_at", "updated_at")
+RUN_COLUMNS = ("site_id", "status", "started_at", "finished_at", "url_count", "file_count",
+               "bytes")
+DELIVERY_COLUMNS = ("site_id", "engine", "status", "attempts", "attempt_limit", "url_count",
+                    "created_at")
+
+
+def new_database(folder: Path, server_url: str | None, label: str) -> str:
+    """A migrated, empty database: a SQLite file in `folder`, or a new PostgreSQL schema."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    from tests.conftest import migrate
+    from webapp.config import normalize_database_url
+
+    if server_url is None:
+        url = f"sqlite:///{folder / label}.db"
+    else:
+        server = create_engine(normalize_database_url(server_url))
+        with server.begin() as connection:
+            connection.execute(text(f"DROP SCHEMA IF EXISTS {label} CASCADE"))
+            connection.execute(text(f"CREATE SCHEMA {label}"))
+        server.dispose()
+        url = make_url(normalize_database_url(server_url)).update_query_dict(
+            {"options": f"-csearch_path={label}"}).render_as_string(hide_password=False)
+    migrate(url)
+    return url
+
+
+def load(url: str, table: str, columns: tuple[str, ...], rows) -> None:
+    """Insert rows in bulk at driver speed: executemany on SQLite, COPY on PostgreSQL."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        with sqlite3.connect(parsed.database) as con:
+            con.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
+                            f"({', '.join('?' * len(columns))})", rows)
+        return
+    import psycopg
+
+    with psycopg.connect(host=parsed.host, port=parsed.port or 5432, user=parsed.username,
+                         password=parsed.password, dbname=parsed.database,
+                         options=parsed.query.get("options", ""), autocommit=True) as con:
+        with con.cursor() as cur:
+            with cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+            if table == "sites":
+                cur.execute("SELECT setval('sites_id_seq', (SELECT max(id) FROM sites))")
+            cur.execute(f"VACUUM ANALYZE {table}")  # as autovacuum would, a minute later
+
+
+def add_sites(url: str, first: int, count: int, urls_each: int, history: bool = True) -> None:
+    """Sites first..first+count-1 with `urls_each` URLs each; with `history`, a run each (every
+    50th failed) and, for every 10th, an announcement per engine (every 30th: IndexNow failed)."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    stamp = now.isoformat(sep=" ") if url.startswith("sqlite") else now
+    ids = range(first, first + count)
+
+    def site(n: int) -> tuple:
+        host = f"www{n:05d}.{KINDS[n % 4].lower()}-example.com"
+        return (n, f"site-{n:05d}", f"{KINDS[n % 4]} {n:05d}", f"https://{host}/",
+                f"https://{host}/sitemap.xml", "utf-8", 50000, uuid.uuid4().hex,
+                uuid.uuid4().hex, urls_each, stamp, stamp)
+
+    def urls():
+        for n in ids:
+            base = f"https://www{n:05d}.{KINDS[n % 4].lower()}-example.com/"
+            for m in range(urls_each):
+                yield (n, f"{base}page/{m:06d}", f"2025-{1 + m % 12:02d}-{1 + m % 28:02d}",
+                       ("daily", "weekly", None)[m % 3], (0.5, None, 0.8)[m % 3], stamp, stamp)
+
+    def when(n: int, seconds: int = 0):
+        moment = now - timedelta(minutes=n % 997, seconds=-seconds)
+        return moment.isoformat(sep=" ") if url.startswith("sqlite") else moment
+
+    load(url, "sites", SITE_COLUMNS, map(site, ids))
+    load(url, "urls", URL_COLUMNS, urls())
+    if not history:
+        return
+    load(url, "generations", RUN_COLUMNS,
+         ((n, "failed" if n % 50 == 0 else "succeeded", when(n), when(n, 1), urls_each, 1, 9000)
+          for n in ids))
+    load(url, "deliveries", DELIVERY_COLUMNS,
+         ((n, engine, "failed" if n % 30 == 0 and engine == "indexnow" else "delivered", 1, 8,
+           urls_each, when(n, 2)) for n in ids if n % 10 == 0 for engine in ("indexnow", "gsc")))
+
+
+def make_app(url: str, folder: Path):
+    from webapp import create_app
+
+    return create_app({"DATABASE_URL": url, "SECRET_KEY": "bench",
+                       "INSTANCE_PATH": str(folder / "instance"),
+                       "SITEMAPS_DIR": str(folder / "sitemaps"), "API_RATE_LIMIT": 1_000_000})
+
+
+def api_client(app):
+    """A test client and the header of an admin's read token for all sites."""
+    from webapp.db import session_scope
+    from webapp.tokens import create_token
+    from webapp.users import create_user
+
+    with app.app_context(), session_scope() as session:
+        user = create_user(session, f"api-{uuid.uuid4().hex[:8]}@example.com",
+                           "bench password 1", "admin")
+        _, secret = create_token(session, user, "bench", "read", None)
+    return app.test_client(), {"Authorization": f"Bearer {secret}"}
+
+
+def dashboard_client(app):
+    from webapp.db import session_scope
+    from webapp.users import create_user
+
+    email = f"viewer-{uuid.uuid4().hex[:8]}@example.com"
+    with app.app_context(), session_scope() as session:
+        create_user(session, email, "bench password 1", "viewer")
+    client = app.test_client()
+    token = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/sign-in").text).group(1)
+    answer = client.post("/sign-in", data={"email": email, "password": "bench password 1",
+                                           "csrf_token": token})
+    assert answer.status_code == 302, answer.status_code
+    return client
+
+
+def timed(client, path: str, rounds: int, headers=None) -> float:
+    """The median seconds of `rounds` GETs of `path` (after one to warm up)."""
+    client.get(path, headers=headers)
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        answer = client.get(path, headers=headers)
+        times.append(time.perf_counter() - start)
+        assert answer.status_code == 200, (path, answer.status_code, answer.text[:300])
+    return statistics.median(times)
+
+
+def api_figures(app, sites: int, rounds: int) -> dict[str, float]:
+    client, headers = api_client(app)
+    start = time.perf_counter()
+    seen, cursor = 0, None
+    while True:
+        page = client.get("/api/v1/sites?limit=100" + (f"&cursor={cursor}" if cursor else ""),
+                          headers=headers).json
+        seen += len(page["items"])
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    walk = time.perf_counter() - start
+    assert seen >= sites, seen
+    return {"first page": timed(client, "/api/v1/sites?limit=100", rounds, headers),
+            "90% deep": timed(client, "/api/v1/sites?limit=100&cursor="
+                              + _cursor(f"site-{sites * 9 // 10:05d}"), rounds, headers),
+            "walk all": walk, "pages": -(-seen // 100)}
+
+
+def _cursor(slug: str) -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(slug.encode()).decode().rstrip("=")
+
+
+DASHBOARD_PAGES = {
+    "first page (by name)": "/",
+    "page 150 (by name)": "/?page=150",
+    "search 'blog 001'": "/?q=blog+001",
+    "search by host": "/?q=news-example.com&page=20",
+    "by last run": "/?sort=last_run",
+    "by problems": "/?sort=problems",
+    "by problems, page 100": "/?sort=problems&page=100",
+}
+
+
+def generation_figures(app, url: str, small: int, urls_each: int, big_urls: int, profile: int):
+    """Seconds to generate sites 1..`small` one after another, and one site of `big_urls`;
+    with `profile`, the top of a profile of as many more small sites' first runs."""
+    from webapp import jobs
+
+    start = time.perf_counter()
+    for site_id in range(1, small + 1):
+        run = jobs.regenerate(site_id, app)
+        assert run.status == "succeeded", (site_id, run.status, run.error)
+    many = time.perf_counter() - start
+    big_id = small + 1
+    add_sites(url, big_id, 1, big_urls, history=False)
+    start = time.perf_counter()
+    run = jobs.regenerate(big_id, app)
+    one = time.perf_counter() - start
+    assert run.status == "succeeded" and run.url_count == big_urls, (run.status, run.error)
+    profiled = None
+    if profile:
+        add_sites(url, big_id + 1, profile, urls_each, history=False)
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for site_id in range(big_id + 1, big_id + 1 + profile):
+            jobs.regenerate(site_id, app)
+        profiler.disable()
+        out = io.StringIO()
+        stats = pstats.Stats(profiler, stream=out)
+        stats.sort_stats("cumulative").print_stats(r"webapp/", 16)  # the app's own steps
+        stats.sort_stats("tottime").print_stats(12)  # and what they spend it on
+        profiled = re.sub(r"\n{3,}", "\n\n", out.getvalue())
+    return many, one, profiled
+
+
+def measure(kind: str, server_url: str | None, folder: Path, args) -> list[str]:
+    lines = []
+    label = f"bench_many_{os.getpid()}"
+    try:
+        # 1. 2,000 sites of 100 URLs: the API list, then generating each against a big site.
+        url = new_database(folder, server_url, f"{label}_a")
+        start = time.perf_counter()
+        add_sites(url, 1, args.small_sites, args.urls_per_site, history=False)
+        loaded = time.perf_counter() - start
+        app = make_app(url, folder / "a")
+        many, one, profiled = generation_figures(app, url, args.small_sites, args.urls_per_site,
+                                                 args.big_site, args.profile)
+        figures = api_figures(app, args.small_sites, args.rounds)  # every site has a run now
+        lines.append(f"{kind:10} {args.small_sites:>6} {args.small_sites * args.urls_per_site:>9}"
+                     f" API list  first page {figures['first page'] * 1000:7.1f} ms, 90% deep "
+                     f"{figures['90% deep'] * 1000:7.1f} ms, all {figures['pages']} pages "
+                     f"{figures['walk all']:.2f} s  (loaded in {loaded:.1f} s)")
+        lines.append(f"{kind:10} generation: {args.small_sites} sites x {args.urls_per_site} URLs"
+                     f" one after another {many:.2f} s ({many / args.small_sites * 1000:.1f} ms a "
+                     f"site); one site of {args.big_site:,} URLs {one:.2f} s; ratio "
+                     f"{many / one:.2f}x (target <= 3x)")
+        if profiled:
+            lines.append(f"{kind:10} profile of {args.profile} more small sites' runs:\n{profiled}")
+        app.extensions["db_engine"].dispose()
+
+        # 2. 10,000 sites and 1,000,000 URLs: the API list and the dashboard's sites page.
+        url = new_database(folder, server_url, f"{label}_b")
+        start = time.perf_counter()
+        add_sites(url, 1, args.many_sites, args.urls_per_site)
+        loaded = time.perf_counter() - start
+        app = make_app(url, folder / "b")
+        figures = api_figures(app, args.many_sites, args.rounds)
+        lines.append(f"{kind:10} {args.many_sites:>6} {args.many_sites * args.urls_per_site:>9}"
+                     f" API list  first page {figures['first page'] * 1000:7.1f} ms, 90% deep "
+                     f"{figures['90% deep'] * 1000:7.1f} ms, all {figures['pages']} pages "
+                     f"{figures['walk all']:.2f} s  (loaded in {loaded:.1f} s)")
+        client = dashboard_client(app)
+        for name, path in DASHBOARD_PAGES.items():
+            took = timed(client, path, args.rounds)
+            lines.append(f"{kind:10} {args.many_sites:>6} {args.many_sites * args.urls_per_site:>9}"
+                         f" sites page  {name:24} {took * 1000:7.1f} ms"
+                         f"{'' if took < 0.3 else '  OVER the 300 ms target'}")
+        app.extensions["db_engine"].dispose()
+    finally:
+        if server_url:
+            drop_schema(server_url, f"{label}_a")
+            drop_schema(server_url, f"{label}_b")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--small-sites", type=int, default=2000)
+    parser.add_argument("--many-sites", type=int, default=10_000)
+    parser.add_argument("--urls-per-site", type=int, default=100)
+    parser.add_argument("--big-site", type=int, default=200_000)
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="profile N of the small sites' runs and print the top entries")
+    parser.add_argument("--postgresql", default=os.environ.get("TEST_POSTGRESQL_URL"),
+                        help="also measure on this PostgreSQL database, in a schema of its own")
+    parser.add_argument("--sqlite", action=argparse.BooleanOptionalAction, default=True,
+                        help="measure on SQLite (--no-sqlite: PostgreSQL only)")
+    args = parser.parse_args()
+    targets = ([("sqlite", None)] if args.sqlite else []) + \
+        ([("postgresql", args.postgresql)] if args.postgresql else [])
+    for kind, server_url in targets:
+        with tempfile.TemporaryDirectory() as folder:
+            for line in measure(kind, server_url, Path(folder), args):
+                print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
