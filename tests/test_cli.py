@@ -527,7 +527,7 @@ def test_history_lists_generations_and_rollback_serves_an_older_one(app, runner,
     first, second = two_generations
     history = runner.invoke(args=["sitemaps", "history", shop]).stdout.splitlines()
     assert history[0].split("\t") == ["id", "status", "started", "seconds", "urls", "files",
-                                      "bytes", "files on disk"]
+                                      "bytes", "files kept"]
     assert [row.split("\t")[:2] + row.split("\t")[7:] for row in history[1:]] == [
         [str(second), "succeeded", "published"], [str(first), "succeeded", "kept"]]
 
