@@ -43,7 +43,7 @@ from sqlalchemy.orm import Session
 from werkzeug.http import http_date
 
 from webapp.db import after_commit
-from webapp.models import FileBody, FileBodyPart, Generation, Site, StoredFile
+from webapp.models import FileBody, FileBodyPart, Generation, Site, StoredFile, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -122,9 +122,9 @@ def _insert_ignoring_duplicates(session: Session, values: dict) -> bool:
         from sqlalchemy.dialects.postgresql import insert as dialect_insert
     else:
         from sqlalchemy.dialects.sqlite import insert as dialect_insert
-    statement = dialect_insert(FileBody).values(**values).on_conflict_do_nothing(
-        index_elements=["digest"])
-    return session.execute(statement).rowcount == 1
+    statement = dialect_insert(FileBody.__table__).values(**values).on_conflict_do_nothing(
+        index_elements=["digest"]).returning(FileBody.__table__.c.digest)
+    return session.execute(statement).first() is not None
 
 
 class SitemapStore:
@@ -143,15 +143,16 @@ class SitemapStore:
 
     # Reading what is published -------------------------------------------------------------
 
-    def published(self, key: str) -> PublishedSet | None:
+    def published(self, key: str, max_age: float | None = None) -> PublishedSet | None:
         """The set a site serves: which generation is read from the database at most once per
-        `ttl` seconds, its file list once (it never changes).
+        `ttl` seconds (or `max_age`, when shorter), its file list once (it never changes).
 
         While the database does not answer, the last generation read goes on being served.
         """
         now = time.monotonic()
         seen = self._current.get(key)
-        if seen is None or now - seen[0] >= self.ttl:
+        limit = self.ttl if max_age is None else min(self.ttl, max_age)
+        if seen is None or now - seen[0] >= limit:
             # Another thread refreshing: serve what is known rather than queue behind it.
             if self._lock.acquire(blocking=seen is None):
                 try:
@@ -380,8 +381,9 @@ class SitemapStore:
                     filename="", mode="wb", fileobj=raw, compresslevel=GZIP_LEVEL,
                     mtime=0) as out:
                 shutil.copyfileobj(source, out, PART_BYTES)
-        if not _insert_ignoring_duplicates(session, {"digest": entry.sha256, "size": entry.size,
-                                                     "gzip_size": packed.stat().st_size}):
+        if not _insert_ignoring_duplicates(session, {
+                "digest": entry.sha256, "size": entry.size, "gzip_size": packed.stat().st_size,
+                "created_at": utcnow()}):
             return  # another run stored it a moment ago
         with open(packed, "rb") as handle:
             position = 0

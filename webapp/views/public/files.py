@@ -34,6 +34,7 @@ COMMON = [("Cache-Control", "no-cache"), ("X-Robots-Tag", "noindex"),
 VIEW_POLICY = ("default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; "
                "base-uri 'none'; form-action 'none'")
 BLOCK = 64 * 1024
+RECHECK = 0.1  # seconds: how stale the published generation may be when a name is unknown
 
 Headers = list[tuple[str, str]]
 Answer = tuple[str, Headers, Iterable[bytes]]
@@ -200,6 +201,10 @@ class PublicFiles:
         if published is None:
             return _text("404 Not Found", f"Site {route.slug!r} has no published sitemaps yet: "
                                           "nothing was generated, or the site has no URLs.\n")
+        if name not in published.files and name.removesuffix(".gz") not in published.files:
+            # Perhaps a file of a generation another node published within our TTL, listed in
+            # an index the crawler got there: look again, at most every RECHECK seconds.
+            published = self.store.published(route.storage_key, max_age=RECHECK) or published
         file = published.files.get(name)
         if file is not None:
             if file.gzip_size is None:
