@@ -218,3 +218,22 @@ def test_a_file_of_a_set_published_elsewhere_is_looked_for_again_not_refused(
 
     assert status == 200 and b"<lastmod>2026-02-03</lastmod>" in body
     assert fetch(other, "/sitemaps/shop/sitemap-9.xml")[0] == 404
+
+
+def test_a_node_drops_cached_bodies_no_kept_generation_names(app, session):
+    app.config["SITEMAP_KEEP_GENERATIONS"] = 2
+    site = make_site(session)
+    page = make_urls(session, site, 2)
+    for day in range(1, 5):
+        save_url(session, site, page[0], {"lastmod": f"2026-01-0{day}"})
+        session.commit()
+        jobs.regenerate(site.id, app)
+    store = get_store(app)
+    named = {f.sha256 for generation in store.kept_generations(site.storage_key)
+             for f in store.generation_set(site.storage_key, generation).files.values()}
+    assert len(named) == 3  # two sitemap.xml bodies and the stylesheet
+
+    store.trim_cache(grace=0)
+
+    cached = {path.name[:64] for path in store.bodies.iterdir()}
+    assert cached == named

@@ -79,10 +79,11 @@ class PublishedFile:
     gzip_size: int | None = None  # the size of the `.gz` twin, when one is served
 
     last_modified: str | None = None  # lastmod as an HTTP date, made once per generation
+    gzip_path: Path | None = None  # beside `path`; made once, as serving asks for it often
 
-    @property
-    def gzip_path(self) -> Path:
-        return self.path.with_name(self.path.name + ".gz")
+    def __post_init__(self) -> None:
+        if self.gzip_path is None:
+            object.__setattr__(self, "gzip_path", self.path.with_name(self.path.name + ".gz"))
 
 
 @dataclass(frozen=True)
