@@ -167,7 +167,10 @@ class SitemapStore:
             return None
         cached = self._sets.get(seen[1])
         if cached is not None:
-            self._sets.move_to_end(seen[1])
+            try:
+                self._sets.move_to_end(seen[1])
+            except KeyError:  # crowded out by another thread a moment ago: it is still right
+                pass
             return cached
         try:
             found = self.generation_set(key, seen[1])
