@@ -29,7 +29,7 @@ from webapp.sitemaps.build import (
     urlset_open,
     write_index,
 )
-from webapp.sitemaps.publish import Entry, SitemapStore, same_as_published
+from webapp.sitemaps.publish import Entry, PublishedSet, SitemapStore, same_as_published
 from webapp.sitemaps.rows import counted, live_count, url_entries, uses
 
 
@@ -88,7 +88,8 @@ def _stylesheet(name: str) -> Entry:
     return Entry(name, "stylesheet", hashlib.sha256(data).hexdigest(), len(data), None, None)
 
 
-def _dated_stylesheet(served, stylesheet: Entry | None, stamp: str) -> Entry | None:
+def _dated_stylesheet(served: PublishedSet | None, stylesheet: Entry | None,
+                      stamp: str) -> Entry | None:
     """The stylesheet's lastmod (its Last-Modified), kept while its bytes are unchanged."""
     if stylesheet is None:
         return None
@@ -106,7 +107,9 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
     URLs when the last generation's files can be reused (see incremental.py), else all.
 
     The caller owns the transaction: `before_publish` runs once the files and their records
-    are ready and before the set goes live, so the caller can commit the records first.
+    are ready, so the caller can commit the records first; the set is then stored and the
+    site's published generation moved in the session's transaction, and goes live when the
+    caller commits (jobs records the run as succeeded in that same commit).
     `progress(done, total)` hears how many URLs are written, every 10,000.
     """
     limits = limits or Limits(max_urls=site.max_urls_per_file)

@@ -173,14 +173,15 @@ class SitemapStore:
                 pass
             return cached
         try:
-            found = self.generation_set(key, seen[1])
+            # No rows: a site without URLs published an empty set (the published generation
+            # is never pruned), kept too, so asking for its files queries nothing.
+            found = self.generation_set(key, seen[1]) or PublishedSet(seen[1], {})
         except SQLAlchemyError:
             log.exception("cannot read the files of generation %s", seen[1])
             return None
-        if found is not None:
-            self._sets[seen[1]] = found
-            while len(self._sets) > SETS_KEPT:
-                self._sets.popitem(last=False)
+        self._sets[seen[1]] = found
+        while len(self._sets) > SETS_KEPT:
+            self._sets.popitem(last=False)
         return found
 
     def _refresh(self, key: str, seen: tuple[float, int | None] | None
