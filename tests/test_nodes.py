@@ -161,8 +161,8 @@ def test_rollback_diff_incremental_runs_and_export_work_from_an_empty_cache(
     count = bodies(session)
     second = jobs.regenerate(site.id, worker)
     assert second.status == "succeeded" and bodies(session)[0] == count[0] + 2
-    asked = every_variant(app, site)
-    assert served(node("fresh"), site, asked) == served(app, site, asked)
+    asked = every_variant(worker, site)
+    assert served(node("fresh"), site, asked) == served(worker, site, asked)
 
     # History: the diff reads both generations' files, fetched from the database.
     runner = node("cli").test_cli_runner()
@@ -189,7 +189,7 @@ def test_rollback_diff_incremental_runs_and_export_work_from_an_empty_cache(
     assert result.exit_code == 0, result.output
     for name, headers in asked:
         if not headers:
-            assert (out / name).read_bytes() == fetch(app, f"/sitemaps/shop/{name}")[2], name
+            assert (out / name).read_bytes() == fetch(worker, f"/sitemaps/shop/{name}")[2], name
 
     # A rollback run by a node that has never seen either generation's bytes.
     shutil.rmtree(Path(app.config["SITEMAPS_DIR"]) / "bodies")

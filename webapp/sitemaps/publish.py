@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 
 BODIES = "bodies"
 STAGING = "staging"
+KNOWN = "known"  # per site, the last set this node read: served while the database is down
 EXPORT_MARKER = ".sitemap-export-{key}.json"
 # What export gives the files it writes: a static server of another user reads them.
 PUBLIC_MODE = 0o644
@@ -179,6 +180,7 @@ class SitemapStore:
         except SQLAlchemyError:
             log.exception("cannot read the files of generation %s", seen[1])
             return None
+        self._remember(key, found)
         self._sets[seen[1]] = found
         while len(self._sets) > SETS_KEPT:
             self._sets.popitem(last=False)
@@ -190,8 +192,12 @@ class SitemapStore:
             generation = self.current_generation(key)
         except SQLAlchemyError:
             log.exception("cannot read the published generation; serving the last one known")
-            if seen is None:
-                return None
+            if seen is None:  # nothing read by this process yet: what this node read last
+                recalled = self._recall(key)
+                if recalled is None:
+                    return None
+                self._sets[recalled.generation] = recalled
+                seen = (0.0, recalled.generation)
             generation = seen[1]
         fresh = (time.monotonic(), generation)
         self._current[key] = fresh
@@ -200,6 +206,37 @@ class SitemapStore:
     def forget(self, key: str) -> None:
         """Read the site's published generation again at its next request."""
         self._current.pop(key, None)
+
+    def _remember(self, key: str, published: PublishedSet) -> None:
+        """Keep on this node's disk the set just read, for a process that starts (or has not
+        served the site yet) while the database does not answer."""
+        folder = self.root / KNOWN
+        data = {"generation": published.generation, "files": {
+            f.name: [f.kind, f.sha256, f.size, f.gzip_size,
+                     f.lastmod.isoformat() if f.lastmod else None]
+            for f in published.files.values()}}
+        draft = folder / f".{key}.{secrets.token_hex(8)}"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            draft.write_text(json.dumps(data))
+            os.replace(draft, folder / f"{key}.json")
+        except OSError:
+            log.exception("cannot keep the published set of %s on disk", key)
+            draft.unlink(missing_ok=True)
+
+    def _recall(self, key: str) -> PublishedSet | None:
+        try:
+            data = json.loads((self.root / KNOWN / f"{key}.json").read_text())
+        except (OSError, ValueError):
+            return None
+        files = {}
+        for name, (kind, digest, size, gzip_size, lastmod) in data["files"].items():
+            moment = datetime.fromisoformat(lastmod) if lastmod else None
+            files[name] = PublishedFile(
+                name=name, kind=kind, path=self.bodies / digest, sha256=digest, size=size,
+                gzip_size=gzip_size, lastmod=moment,
+                last_modified=http_date(moment) if moment else None)
+        return PublishedSet(data["generation"], files)
 
     def current_generation(self, key: str) -> int | None:
         """The id of the published generation, read now, or None when nothing is published."""
@@ -371,7 +408,11 @@ class SitemapStore:
         if moved != 1:
             session.execute(delete(StoredFile).where(StoredFile.generation_id == generation_id))
             return False
-        after_commit(session, lambda: self.forget(key))  # this process serves it at once
+        def live() -> None:  # this process serves it at once, and this node keeps it on disk
+            self.forget(key)
+            self.published(key)
+
+        after_commit(session, live)
         return True
 
     def _store_body(self, session: Session, entry: Entry, staged: Path) -> None:
@@ -409,6 +450,7 @@ class SitemapStore:
         site's generation names."""
         self.forget(key)
         shutil.rmtree(self.site_folder(key), ignore_errors=True)
+        (self.root / KNOWN / f"{key}.json").unlink(missing_ok=True)
         try:
             with self._sessions() as session:
                 self._drop_unnamed_bodies(session)
