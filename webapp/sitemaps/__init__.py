@@ -1,7 +1,7 @@
 """Sitemap files, from the database to the published set: `rows` streams a site's URLs, `build`
 writes XML, `generate` ties a run together (`incremental` when the last set can be reused),
-`publish` stores sets in the database (shared by every node) and caches their bodies on this
-node, `history` compares two of them. Others use the names below.
+`publish` stores sets in the database (shared by every node), `cache` keeps their bodies on
+this node, `history` compares two of them. Others use the names below.
 """
 
 from __future__ import annotations

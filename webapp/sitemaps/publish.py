@@ -8,31 +8,25 @@ transaction that records the run as succeeded: publishing is that commit. A read
 set or the new one, never a mix; a failed or killed run never commits, so it changes nothing;
 an older generation never replaces a newer one.
 
-Each node keeps a cache of bodies in its own folder (SITEMAPS_DIR): `<digest>` (the content)
-and `<digest>.gz`, each written whole under another name first. Bodies never change, so a cached
-one is always right, and one that is missing is fetched from the database when first needed.
-A node reads which generation a site publishes at most once per `ttl` seconds, and keeps each
-generation's file list in memory (it never changes). The staging folders where a worker writes
-a generation are local scratch space under the same folder.
+Each node keeps a cache of bodies in its own folder (cache.py), fetched from the database when
+first needed. A node reads which generation a site publishes at most once per `ttl` seconds,
+and keeps each generation's file list in memory (it never changes). The staging folders where
+a worker writes a generation are local scratch space under the same folder.
 """
 
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import logging
 import os
-import secrets
 import shutil
 import tempfile
 import threading
 import time
-import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
@@ -44,53 +38,24 @@ from werkzeug.http import http_date
 
 from webapp.db import after_commit
 from webapp.models import FileBody, FileBodyPart, Generation, Site, StoredFile, utcnow
+from webapp.sitemaps.cache import (
+    PART_BYTES,
+    TRIM_GRACE,
+    MissingBody,
+    NodeCache,
+    PublishedFile,
+    PublishedSet,
+)
 
 log = logging.getLogger(__name__)
 
-BODIES = "bodies"
 STAGING = "staging"
-KNOWN = "known"  # per site, the last set this node read: served while the database is down
 EXPORT_MARKER = ".sitemap-export-{key}.json"
 # What export gives the files it writes: a static server of another user reads them.
 PUBLIC_MODE = 0o644
-PART_BYTES = 1 << 20  # a body is stored and read in slices of this many gzip bytes
 GZIP_LEVEL = 6
 SETS_KEPT = 1024  # file lists kept in memory per process, the most recently used
 TRIM_SECONDS = 600  # how often a serving node drops cached bodies no kept generation names
-TRIM_GRACE = 60  # a cached body younger than this is left alone: it may be about to be named
-
-
-class MissingBody(LookupError):
-    """A body a file list names is not in the database (its generation was pruned meanwhile)."""
-
-
-@dataclass(frozen=True)
-class PublishedFile:
-    """One servable file of a published set, with what HTTP caching needs to know of it.
-
-    `path` is the content in this node's cache, `gzip_path` its gzip bytes: either may be
-    missing until `SitemapStore.local` fetched them."""
-
-    name: str
-    kind: str  # "urlset", "index" or "stylesheet"
-    path: Path
-    sha256: str
-    size: int
-    lastmod: datetime | None
-    gzip_size: int | None = None  # the size of the `.gz` twin, when one is served
-
-    last_modified: str | None = None  # lastmod as an HTTP date, made once per generation
-    gzip_path: Path | None = None  # beside `path`; made once, as serving asks for it often
-
-    def __post_init__(self) -> None:
-        if self.gzip_path is None:
-            object.__setattr__(self, "gzip_path", self.path.with_name(self.path.name + ".gz"))
-
-
-@dataclass(frozen=True)
-class PublishedSet:
-    generation: int
-    files: dict[str, PublishedFile]
 
 
 class Entry(NamedTuple):
@@ -135,12 +100,11 @@ class SitemapStore:
     def __init__(self, root: str | os.PathLike[str], sessions: Callable[[], Session],
                  ttl: float = 1.0):
         self.root, self._sessions, self.ttl = Path(root), sessions, ttl
-        self.bodies = self.root / BODIES
+        self.cache = NodeCache(self.root, sessions)
+        self.bodies = self.cache.bodies
         self._current: dict[str, tuple[float, int | None]] = {}  # key -> (read at, generation)
         self._sets: OrderedDict[int, PublishedSet] = OrderedDict()  # immutable file lists
         self._lock = threading.Lock()  # one reader of the database at a time refreshes
-        self._fetching: dict[str, threading.Lock] = {}
-        self._fetching_lock = threading.Lock()
         self._trimmed_at = time.monotonic()
 
     # Reading what is published -------------------------------------------------------------
@@ -180,7 +144,7 @@ class SitemapStore:
         except SQLAlchemyError:
             log.exception("cannot read the files of generation %s", seen[1])
             return None
-        self._remember(key, found)
+        self.cache.remember(key, found)
         self._sets[seen[1]] = found
         while len(self._sets) > SETS_KEPT:
             self._sets.popitem(last=False)
@@ -193,7 +157,7 @@ class SitemapStore:
         except SQLAlchemyError:
             log.exception("cannot read the published generation; serving the last one known")
             if seen is None:  # nothing read by this process yet: what this node read last
-                recalled = self._recall(key)
+                recalled = self.cache.recall(key)
                 if recalled is None:
                     return None
                 self._sets[recalled.generation] = recalled
@@ -206,37 +170,6 @@ class SitemapStore:
     def forget(self, key: str) -> None:
         """Read the site's published generation again at its next request."""
         self._current.pop(key, None)
-
-    def _remember(self, key: str, published: PublishedSet) -> None:
-        """Keep on this node's disk the set just read, for a process that starts (or has not
-        served the site yet) while the database does not answer."""
-        folder = self.root / KNOWN
-        data = {"generation": published.generation, "files": {
-            f.name: [f.kind, f.sha256, f.size, f.gzip_size,
-                     f.lastmod.isoformat() if f.lastmod else None]
-            for f in published.files.values()}}
-        draft = folder / f".{key}.{secrets.token_hex(8)}"
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            draft.write_text(json.dumps(data))
-            os.replace(draft, folder / f"{key}.json")
-        except OSError:
-            log.exception("cannot keep the published set of %s on disk", key)
-            draft.unlink(missing_ok=True)
-
-    def _recall(self, key: str) -> PublishedSet | None:
-        try:
-            data = json.loads((self.root / KNOWN / f"{key}.json").read_text())
-        except (OSError, ValueError):
-            return None
-        files = {}
-        for name, (kind, digest, size, gzip_size, lastmod) in data["files"].items():
-            moment = datetime.fromisoformat(lastmod) if lastmod else None
-            files[name] = PublishedFile(
-                name=name, kind=kind, path=self.bodies / digest, sha256=digest, size=size,
-                gzip_size=gzip_size, lastmod=moment,
-                last_modified=http_date(moment) if moment else None)
-        return PublishedSet(data["generation"], files)
 
     def current_generation(self, key: str) -> int | None:
         """The id of the published generation, read now, or None when nothing is published."""
@@ -268,6 +201,22 @@ class SitemapStore:
                 last_modified=http_date(lastmod) if lastmod else None)
         return PublishedSet(generation, files)
 
+    def local(self, file: PublishedFile) -> Path:
+        """The file's content on this node (see NodeCache.local)."""
+        return self.cache.local(file)
+
+    def view_path(self, file: PublishedFile, variant: str) -> Path:
+        return self.cache.view_path(file, variant)
+
+    def trim_cache(self, grace: float = TRIM_GRACE) -> int:
+        return self.cache.trim(grace)
+
+    def _trim_quietly(self) -> None:
+        try:
+            self.cache.trim()
+        except (SQLAlchemyError, OSError):
+            log.exception("cannot trim the cache of published bodies")
+
     def kept_generations(self, key: str) -> set[int]:
         """The ids of the site's generations whose files are still kept."""
         with self._sessions() as session:
@@ -275,89 +224,6 @@ class SitemapStore:
                 select(StoredFile.generation_id).distinct()
                 .join(Generation, Generation.id == StoredFile.generation_id)
                 .join(Site, Site.id == Generation.site_id).where(Site.storage_key == key)))
-
-    # The node's cache of bodies ------------------------------------------------------------
-
-    def local(self, file: PublishedFile) -> Path:
-        """The file's content in this node's cache (and its gzip bytes beside it), fetched
-        from the database first if missing; MissingBody if the database has it no more."""
-        if file.path.exists() and file.gzip_path.exists():
-            return file.path
-        with self._fetching_lock:
-            lock = self._fetching.setdefault(file.sha256, threading.Lock())
-        with lock:  # one fetch per body in this process; other processes write alike
-            if not (file.path.exists() and file.gzip_path.exists()):
-                self._fetch(file.sha256)
-        with self._fetching_lock:
-            self._fetching.pop(file.sha256, None)
-        return file.path
-
-    def _fetch(self, digest: str) -> None:
-        self.bodies.mkdir(parents=True, exist_ok=True)
-        token = secrets.token_hex(8)
-        plain_draft = self.bodies / f".{digest}.{token}"
-        packed_draft = self.bodies / f".{digest}.gz.{token}"
-        check = hashlib.sha256()
-        unpack = zlib.decompressobj(wbits=31)
-        try:
-            with self._sessions() as session, open(plain_draft, "xb") as plain, \
-                    open(packed_draft, "xb") as packed:
-                parts = session.execute(
-                    select(FileBodyPart.data).where(FileBodyPart.digest == digest)
-                    .order_by(FileBodyPart.position).execution_options(yield_per=1)).scalars()
-                found = False
-                for data in parts:
-                    found = True
-                    packed.write(data)
-                    while data:  # bounded: a slice of sitemap XML unpacks to 20 times its size
-                        chunk = unpack.decompress(data, PART_BYTES)
-                        check.update(chunk)
-                        plain.write(chunk)
-                        data = unpack.unconsumed_tail
-                chunk = unpack.flush()
-                check.update(chunk)
-                plain.write(chunk)
-            if not found:
-                raise MissingBody(f"the body {digest} is not stored (pruned meanwhile?)")
-            if check.hexdigest() != digest:
-                raise MissingBody(f"the stored body {digest} does not have that digest")
-            os.replace(packed_draft, self.bodies / f"{digest}.gz")
-            os.replace(plain_draft, self.bodies / digest)
-        finally:
-            plain_draft.unlink(missing_ok=True)
-            packed_draft.unlink(missing_ok=True)
-
-    def view_path(self, file: PublishedFile, variant: str) -> Path:
-        """Where this node keeps a rendering of a file (`variant` says for which links)."""
-        tag = hashlib.sha256(variant.encode()).hexdigest()[:16]
-        return self.bodies / f"{file.sha256}.view-{tag}.html"
-
-    def trim_cache(self, grace: float = TRIM_GRACE) -> int:
-        """Drop from this node's cache the bodies (and renderings) that no kept generation
-        names; how many files went."""
-        with self._sessions() as session:
-            named = set(session.scalars(select(StoredFile.digest).distinct()))
-        removed = 0
-        limit = time.time() - grace
-        try:
-            entries = list(os.scandir(self.bodies))
-        except FileNotFoundError:
-            return 0
-        for entry in entries:
-            digest = entry.name.lstrip(".")[:64]
-            try:
-                if digest not in named and entry.stat().st_mtime < limit:
-                    os.unlink(entry.path)
-                    removed += 1
-            except FileNotFoundError:
-                continue
-        return removed
-
-    def _trim_quietly(self) -> None:
-        try:
-            self.trim_cache()
-        except (SQLAlchemyError, OSError):
-            log.exception("cannot trim the cache of published bodies")
 
     # Writing a generation ------------------------------------------------------------------
 
@@ -439,9 +305,7 @@ class SitemapStore:
                 position += 1
         # Content-addressed, so right in the cache even if this transaction rolls back; the
         # staging folder is dropped after publishing, so its files are moved, not copied.
-        self.bodies.mkdir(parents=True, exist_ok=True)
-        os.replace(packed, self.bodies / f"{entry.sha256}.gz")
-        os.replace(plain, self.bodies / entry.sha256)
+        self.cache.place(entry.sha256, plain, packed)
 
     # Removing ------------------------------------------------------------------------------
 
@@ -450,7 +314,7 @@ class SitemapStore:
         site's generation names."""
         self.forget(key)
         shutil.rmtree(self.site_folder(key), ignore_errors=True)
-        (self.root / KNOWN / f"{key}.json").unlink(missing_ok=True)
+        self.cache.forget(key)
         try:
             with self._sessions() as session:
                 self._drop_unnamed_bodies(session)
