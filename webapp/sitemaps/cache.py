@@ -25,6 +25,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 from werkzeug.http import http_date
 
+from webapp.errors import NotFound
 from webapp.models import FileBodyPart, StoredFile
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,7 @@ PART_BYTES = 1 << 20  # a body is stored and read in slices of this many gzip by
 TRIM_GRACE = 60  # a cached body younger than this is left alone: it may be about to be named
 
 
-class MissingBody(LookupError):
+class MissingBody(NotFound):
     """A body a file list names is not in the database (its generation was pruned meanwhile)."""
 
 
