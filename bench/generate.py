@@ -5,7 +5,8 @@
 For each N: build a synthetic site of N URLs (some with `&`, quotes, percent-encoded non-ASCII)
 in a fresh SQLite database and, with --postgresql URL (or TEST_POSTGRESQL_URL), in a fresh
 schema of that PostgreSQL database; then, each in a fresh child process, (1) the app's
-generation (`jobs.regenerate`: XML files, gzip twins, index, atomic publish) and (2) a floor: a
+generation (`jobs.regenerate`: XML files, gzip twins, index, the bodies stored in the database
+and the set published there) and (2) a floor: a
 bare loop that reads the same rows with the driver (sqlite3, or psycopg with a server-side
 cursor) and writes the same XML files with plain string formatting and gzip level 6 twins. Both outputs are compared byte for byte, so the floor does the
 same work. Prints seconds, ratio, and peak RSS of each child.
@@ -71,7 +72,12 @@ def run_app(db: str, out: Path) -> dict:
     assert generation.status == "succeeded", generation.error
     with app.extensions["db_sessionmaker"]() as session:
         key = session.get(Site, 1).storage_key
-    folder = app.extensions["sitemap_store"].current_folder(key)
+    # The bytes compared with the floor's are those another node, with an empty cache, gets
+    # from the database: an export through a second app (not timed).
+    node = create_app({"DATABASE_URL": db, "SECRET_KEY": "bench", "INSTANCE_PATH": str(out),
+                       "SITEMAPS_DIR": str(out / "node-b")})
+    folder = out / "published"
+    node.extensions["sitemap_store"].export(key, folder)
     return {"seconds": seconds, "folder": str(folder), "files": generation.file_count}
 
 
@@ -182,8 +188,8 @@ def measure(kind: str, db: str, out: Path) -> dict:
 
 
 def same_output(app_folder: Path, floor_folder: Path) -> bool:
-    """The floor's urlset files equal the app's, byte for byte (the app also writes an index,
-    a stylesheet and a manifest, which the floor does not)."""
+    """The floor's urlset files equal the app's (as exported by a node with an empty cache),
+    byte for byte (the app also writes an index and a stylesheet, which the floor does not)."""
     names = sorted(p.name for p in floor_folder.iterdir())
     if len(names) == 2:  # one file: the app names it after the sitemap URL
         renamed = {"sitemap-1.xml": "sitemap.xml", "sitemap-1.xml.gz": "sitemap.xml.gz"}

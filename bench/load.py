@@ -15,7 +15,7 @@ have passed or --max-requests crawler requests were made, all at once:
   index (If-None-Match). Each body must hash to its ETag, and each file must come from the
   generation of the index fetched before it, or, when the revalidation shows that a generation
   was published meanwhile, from a generation between the two indexes. The truth is each
-  generation's manifest.json under SITEMAPS_DIR (read as the generations appear, before
+  generation's file list in the database (read as the generations appear, before
   pruning removes them). A file from any other generation is a mixed set.
 - a generator: gives a few URLs (--changes) a new lastmod with the app's save_url and runs
   jobs.regenerate, in a loop, in a child process of its own (--generator cli runs
@@ -99,31 +99,22 @@ def percentile(sorted_values: list[float], fraction: float) -> float:
 
 
 class Truth:
-    """{generation: {file name: sha256}} for every generation folder seen under the site's
-    storage folder, read as generations appear (pruning removes old folders later)."""
+    """{generation: {file name: sha256}} for every generation whose file list was seen in the
+    database, read as generations appear (pruning removes old lists later)."""
 
-    def __init__(self, site_folder: Path):
-        self.site_folder = site_folder
+    def __init__(self, store, key: str):
+        self.store, self.key = store, key
         self.files: dict[int, dict[str, str]] = {}
         self.by_index: dict[str, set[int]] = defaultdict(set)
         self._lock = threading.Lock()
 
     def refresh(self) -> None:
         with self._lock:
-            try:
-                folders = list(self.site_folder.iterdir())
-            except FileNotFoundError:
-                return
-            for folder in folders:
-                name = folder.name
-                if not (name[:1] == "g" and name[1:].isdigit()) or int(name[1:]) in self.files:
-                    continue
-                try:  # the manifest is written before the folder is renamed into place
-                    manifest = json.loads((folder / "manifest.json").read_text())
-                except (FileNotFoundError, NotADirectoryError, ValueError):
-                    continue
-                generation = int(name[1:])
-                self.files[generation] = {n: e["sha256"] for n, e in manifest["files"].items()}
+            for generation in self.store.kept_generations(self.key) - set(self.files):
+                kept = self.store.generation_set(self.key, generation)
+                if kept is None:
+                    continue  # pruned meanwhile
+                self.files[generation] = {n: f.sha256 for n, f in kept.files.items()}
                 if INDEX in self.files[generation]:
                     self.by_index[self.files[generation][INDEX]].add(generation)
 
@@ -706,7 +697,7 @@ def main() -> int:
                 raise RuntimeError(f"the first generation failed: {first.stderr}")
             print(f"first generation: {first.stdout.strip()} in "
                   f"{time.perf_counter() - started:.1f} s", flush=True)
-            truth = Truth(tmp / "sitemaps" / key)
+            truth = Truth(app.extensions["sitemap_store"], key)
             truth.refresh()
             first_generation = max(truth.files)
 

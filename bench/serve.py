@@ -79,7 +79,9 @@ def publish(tmp: Path) -> tuple[dict[str, str], Path]:
            "SITE_CACHE_SECONDS": "60", "PYTHONPATH": str(ROOT)}
     subprocess.run([sys.executable, "-m", "flask", "--app", "webapp", "sitemaps", "generate",
                     "shop"], env=env, check=True, cwd=ROOT, capture_output=True)
-    folder = next((tmp / "sitemaps").glob("*/current")).resolve()
+    folder = tmp / "public"  # what nginx serves: the published set, exported
+    subprocess.run([sys.executable, "-m", "flask", "--app", "webapp", "sitemaps", "export",
+                    "shop", str(folder)], env=env, check=True, cwd=ROOT, capture_output=True)
     return env, folder
 
 

@@ -159,3 +159,11 @@ def test_engine_settings_default_to_the_public_endpoints_and_read_the_environmen
 def test_bad_engine_settings_stop_loading_naming_the_variable(tmp_path, name, raw):
     with pytest.raises(ConfigError, match=name):
         load({"INSTANCE_PATH": str(tmp_path)}, environ={"SECRET_KEY": "k", name: raw})
+
+
+def test_the_published_generation_ttl_is_a_few_seconds_at_most_an_hour(tmp_path):
+    assert load(environ={"INSTANCE_PATH": str(tmp_path)})["PUBLISHED_TTL_SECONDS"] == 1
+    assert load(environ={"INSTANCE_PATH": str(tmp_path),
+                         "PUBLISHED_TTL_SECONDS": "0"})["PUBLISHED_TTL_SECONDS"] == 0
+    with pytest.raises(ConfigError, match="PUBLISHED_TTL_SECONDS=3601 is above the maximum"):
+        load(environ={"INSTANCE_PATH": str(tmp_path), "PUBLISHED_TTL_SECONDS": "3601"})

@@ -67,7 +67,7 @@ def wait_for_staged_files(folder, process, count: int, timeout: float = 30):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert process.poll() is None, process.communicate()[1].decode()
-        for staging in folder.glob(".staging-*"):
+        for staging in folder.glob("*"):
             try:
                 if len(os.listdir(staging)) >= count:
                     return staging
@@ -120,6 +120,7 @@ def test_a_generation_killed_midway_leaves_the_last_set_served_and_the_next_run_
     # Nothing of the killed run is served: the last set, byte for byte, and no file the
     # killed run wrote under a name of its own.
     assert store.current_generation(site.storage_key) == first.id
+    assert store.generation_set(site.storage_key, killed.id) is None  # no file list of it
     assert {name: served(client, site, name) for name in before} == before
     for name in os.listdir(staging):
         assert served(client, site, name) in (None, before.get(name)), name

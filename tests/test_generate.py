@@ -3,19 +3,30 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import os
 import shutil
 import threading
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import select, text
+from sqlalchemy import func, select, text
 
 from tests.builders import make_site, make_urls
 from tests.sitemap_schema import NS, locs, parse
 from webapp import jobs
 from webapp.errors import InvalidValue
-from webapp.models import Generation, GenerationFile, Url, UrlAlternate, UrlImage
+from webapp.db import new_session
+from webapp.models import (
+    FileBody,
+    FileBodyPart,
+    Generation,
+    GenerationFile,
+    StoredFile,
+    Url,
+    UrlAlternate,
+    UrlImage,
+)
 from webapp.sitemaps import get_store
 from webapp.sitemaps.build import (
     Limits,
@@ -25,7 +36,8 @@ from webapp.sitemaps.build import (
     urlset_open,
     write_index,
 )
-from webapp.sitemaps.publish import SitemapStore
+from webapp.sitemaps import MissingBody, SitemapStore
+from webapp.sitemaps.publish import Entry
 from webapp.urls import save_url
 
 T1 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -34,12 +46,13 @@ T2 = datetime(2026, 2, 1, 12, 0, 0, tzinfo=UTC)
 
 def published(app, site):
     """Every file served for the site, `.gz` twins included, by name."""
-    files = get_store(app).published(site.storage_key)
+    store = get_store(app)
+    files = store.published(site.storage_key)
     if files is None:
         return {}
-    paths = [f.path for f in files.files.values()]
-    paths += [f.path.with_name(f.name + ".gz") for f in files.files.values() if f.gzip_size]
-    return {p.name: p for p in sorted(paths)}
+    paths = {f.name: store.local(f) for f in files.files.values()}
+    paths.update({f"{f.name}.gz": f.gzip_path for f in files.files.values() if f.gzip_size})
+    return dict(sorted(paths.items()))
 
 
 def all_published_locs(app, site, entry="sitemap.xml"):
@@ -237,7 +250,7 @@ def test_index_lastmod_moves_only_for_files_whose_content_changed(app, session):
         "2026-01-01T12:00:00+00:00", "2026-02-01T12:00:00+00:00"]
 
 
-def test_every_run_is_recorded_and_old_generation_folders_are_pruned(app, session):
+def test_every_run_is_recorded_and_old_generations_and_their_bodies_are_pruned(app, session):
     app.config["SITEMAP_KEEP_GENERATIONS"] = 2
     site = make_site(session)
     make_urls(session, site, 1)
@@ -248,9 +261,14 @@ def test_every_run_is_recorded_and_old_generation_folders_are_pruned(app, sessio
         runs.append(jobs.regenerate(site.id, app))
     assert [g.status for g in session.scalars(select(Generation).order_by(Generation.id))] == [
         "succeeded"] * 4
-    folders = sorted(p.name for p in get_store(app).site_folder(site.storage_key).iterdir()
-                     if p.name[0] == "g")
-    assert folders == [f"g{runs[2].id}", f"g{runs[3].id}"]
+    assert get_store(app).kept_generations(site.storage_key) == {runs[2].id, runs[3].id}
+    assert get_store(app).generation_set(site.storage_key, runs[1].id) is None
+    # Each run's sitemap.xml differs; the stylesheet is one body. Bodies of pruned runs went.
+    kept = session.scalars(select(StoredFile.digest).distinct()).all()
+    assert sorted(session.scalars(select(FileBody.digest)).all()) == sorted(kept)
+    assert len(kept) == 3
+    assert session.scalar(select(func.count()).select_from(FileBodyPart).where(
+        FileBodyPart.digest.not_in(kept))) == 0
 
 
 def test_a_run_that_changes_nothing_publishes_nothing_and_keeps_the_history(app, session):
@@ -260,8 +278,8 @@ def test_a_run_that_changes_nothing_publishes_nothing_and_keeps_the_history(app,
     again = jobs.regenerate(site.id, app)
     assert (again.status, again.file_count, again.url_count) == ("unchanged", 1, 2)
     assert get_store(app).current_generation(site.storage_key) == first.id
-    assert sorted(p.name for p in get_store(app).site_folder(site.storage_key).iterdir()) == [
-        ".lock", "current", f"g{first.id}"]  # no second folder, no staging left behind
+    assert get_store(app).kept_generations(site.storage_key) == {first.id}  # no second set
+    assert list(get_store(app).site_folder(site.storage_key).iterdir()) == []  # nor staging
 
 
 def test_a_rollback_dates_the_files_it_changes_as_changed_now(app, session):
@@ -279,52 +297,79 @@ def test_a_rollback_dates_the_files_it_changes_as_changed_now(app, session):
     index = parse(published(app, site)["sitemap.xml"])
     assert index.xpath("//sm:lastmod/text()", namespaces=NS) == [
         "2026-01-01T12:00:00+00:00", "2026-03-01T00:00:00+00:00"]
-    assert published(app, site)["sitemap-2.xml"].read_bytes() == get_store(app).generation_set(
-        site.storage_key, old.id).files["sitemap-2.xml"].path.read_bytes()
+    store = get_store(app)
+    assert published(app, site)["sitemap-2.xml"].read_bytes() == store.local(store.generation_set(
+        site.storage_key, old.id).files["sitemap-2.xml"]).read_bytes()
 
 
-def test_an_older_generation_never_replaces_a_newer_one(tmp_path):
-    store = SitemapStore(tmp_path)
-    for generation in (5, 4):
-        with store.staging("a", generation) as folder:
-            (folder / "sitemap.xml").write_text(str(generation))
-            result = store.publish("a", generation, folder)
-        assert result is (generation == 5)
-    assert (store.current_folder("a") / "sitemap.xml").read_text() == "5"
-    assert not (tmp_path / "1" / "g4").exists()
+def _publish_text(store, session, site, generation_id, files):
+    """Publish `files` ({name: text}) as generation `generation_id` of `site`, and commit."""
+    with store.staging(site.storage_key, generation_id) as folder:
+        entries = []
+        for name, text_ in files.items():
+            data = text_.encode()
+            (folder / name).write_bytes(data)
+            (folder / f"{name}.gz").write_bytes(gzip.compress(data, mtime=0))
+            entries.append(Entry(name, "urlset", hashlib.sha256(data).hexdigest(), len(data),
+                                 len(gzip.compress(data, mtime=0)), "2026-01-01"))
+        result = store.publish(session, site.storage_key, generation_id, folder, entries)
+    session.commit()
+    return result
 
 
-def test_readers_see_one_complete_set_while_publishing(tmp_path):
-    store = SitemapStore(tmp_path)
+def _generations(session, site, count):
+    rows = [Generation(site_id=site.id, status="succeeded") for _ in range(count)]
+    session.add_all(rows)
+    session.commit()
+    return [row.id for row in rows]
+
+
+def test_an_older_generation_never_replaces_a_newer_one(app, session):
+    site = make_site(session)
+    older, newer = _generations(session, site, 2)
+    store = get_store(app)
+    assert _publish_text(store, session, site, newer, {"sitemap.xml": "new"}) is True
+    assert _publish_text(store, session, site, older, {"sitemap.xml": "old"}) is False
+    published = store.current_set(site.storage_key)
+    assert published.generation == newer
+    assert store.local(published.files["sitemap.xml"]).read_text() == "new"
+    assert store.kept_generations(site.storage_key) == {newer}  # the older list was not kept
+
+
+def test_readers_on_another_node_see_one_complete_set_while_publishing(app, session, tmp_path):
+    store = get_store(app)
+    reader = SitemapStore(tmp_path / "node-b", lambda: new_session(app), ttl=0)
+    site = make_site(session)
+    ids = _generations(session, site, 40)
     problems, done = [], threading.Event()
-
-    def publish_many():
-        for generation in range(1, 60):
-            with store.staging("a", generation) as folder:
-                for n in range(generation % 4 + 1):
-                    (folder / f"part-{n}.txt").write_text(str(generation))
-                (folder / "index.txt").write_text(str(generation % 4 + 1))
-                store.publish("a", generation, folder)
-            store.prune("a", keep=3)
-        done.set()
 
     def read_many():
         while not done.is_set():
-            folder = store.current_folder("a")
-            if folder is None:
+            published = reader.published(site.storage_key)
+            if published is None:
                 continue
             try:
-                count = int((folder / "index.txt").read_text())
-                parts = {(folder / f"part-{n}.txt").read_text() for n in range(count)}
-            except FileNotFoundError:
-                continue  # pruned after we resolved it: a reader of issue 3 holds it open
-            if parts != {folder.name[1:]}:
-                problems.append((folder.name, parts))
+                texts = {reader.local(f).read_text() for f in published.files.values()}
+            except MissingBody:
+                continue  # pruned after it was read: a newer set is live
+            count = int(reader.local(published.files["index"]).read_text().split()[1])
+            if len(published.files) != count + 1 or {t.split()[0] for t in texts} != {
+                    str(published.generation)}:
+                problems.append((published.generation, texts))
 
-    reader = threading.Thread(target=read_many)
-    reader.start()
-    publish_many()
-    reader.join()
+    thread = threading.Thread(target=read_many)
+    thread.start()
+    try:
+        with new_session(app) as writer:
+            for generation in ids:
+                parts = generation % 4 + 1
+                files = {f"part-{n}": f"{generation} {n}" for n in range(parts)}
+                files["index"] = f"{generation} {parts}"
+                _publish_text(store, writer, site, generation, files)
+                store.prune(site.storage_key, keep=3)
+    finally:
+        done.set()
+        thread.join()
     assert problems == []
 
 
@@ -355,22 +400,22 @@ class WatchedStore(SitemapStore):
     """A store that checks, at the moment of publishing, what another session can see."""
 
     def __init__(self, root, sessions, interrupt=False):
-        super().__init__(root)
+        super().__init__(root, sessions)
         self.sessions, self.interrupt, self.seen = sessions, interrupt, []
 
-    def publish(self, key, generation_id, staged):
+    def publish(self, session, key, generation_id, staged, entries):
         with self.sessions() as other:
             self.seen.append((other.get(Generation, generation_id).status, len(
                 other.scalars(select(GenerationFile).where(
                     GenerationFile.generation_id == generation_id)).all())))
         if self.interrupt:
             raise KeyboardInterrupt
-        return super().publish(key, generation_id, staged)
+        return super().publish(session, key, generation_id, staged, entries)
 
 
 def test_a_generation_is_committed_before_its_files_go_live(app, session):
     store = app.extensions["sitemap_store"] = WatchedStore(
-        app.config["SITEMAPS_DIR"], app.extensions["db_sessionmaker"])
+        app.config["SITEMAPS_DIR"], lambda: new_session(app))
     site = make_site(session, max_urls_per_file=2)
     make_urls(session, site, 3)
     assert jobs.regenerate(site.id, app).status == "succeeded"
@@ -379,7 +424,7 @@ def test_a_generation_is_committed_before_its_files_go_live(app, session):
 
 def test_an_interrupted_run_is_recorded_as_failed(app, session):
     app.extensions["sitemap_store"] = WatchedStore(
-        app.config["SITEMAPS_DIR"], app.extensions["db_sessionmaker"], interrupt=True)
+        app.config["SITEMAPS_DIR"], lambda: new_session(app), interrupt=True)
     site = make_site(session)
     make_urls(session, site, 1)
     with pytest.raises(KeyboardInterrupt):
@@ -394,7 +439,7 @@ def test_a_new_site_never_sees_files_left_by_a_site_of_a_reset_database(app, ses
     make_urls(session, old, 1)
     jobs.regenerate(old.id, app)
     old_key = old.storage_key
-    for table in ("generation_files", "generations", "urls", "sites"):
+    for table in ("stored_files", "generation_files", "generations", "urls", "sites"):
         session.execute(text(f"DELETE FROM {table}"))
     session.commit()
     session.expunge_all()
@@ -402,7 +447,7 @@ def test_a_new_site_never_sees_files_left_by_a_site_of_a_reset_database(app, ses
     new = make_site(session, name="Blog", base_url="https://blog.example.com/")
     assert new.storage_key != old_key
     assert get_store(app).published(new.storage_key) is None
-    assert get_store(app).published(old_key) is not None
+    assert get_store(app).current_set(old_key) is None  # the database is the store
 
 
 def test_writing_an_index_replaces_a_linked_file_instead_of_writing_through_it(tmp_path):
@@ -432,10 +477,12 @@ def test_rollback_refuses_a_generation_whose_entry_file_is_not_its_entry(app, se
     assert "<sitemapindex" in published(app, site)["sitemap.xml"].read_text()
 
 
-def test_a_store_that_lost_its_files_is_published_again(app, session):
+def test_a_node_that_lost_its_cache_serves_from_the_database(app, session):
     site = make_site(session)
     make_urls(session, site, 1)
     jobs.regenerate(site.id, app)
-    shutil.rmtree(get_store(app).site_folder(site.storage_key))
+    before = published(app, site)["sitemap.xml"].read_bytes()
+    shutil.rmtree(get_store(app).bodies)
     again = jobs.regenerate(site.id, app)
-    assert again.status == "succeeded" and "sitemap.xml" in published(app, site)
+    assert again.status == "unchanged"  # what is stored is what is served: nothing to publish
+    assert published(app, site)["sitemap.xml"].read_bytes() == before

@@ -1,18 +1,19 @@
-"""Incremental regeneration: a run rewrites only the files that hold changed URLs, links the
-others from the last generation, and moves the index's lastmod only for the rewritten ones."""
+"""Incremental regeneration: a run rewrites only the files that hold changed URLs, names the
+stored bodies of the others, and moves the index's lastmod only for the rewritten ones."""
 
 from __future__ import annotations
 
 import random
+import shutil
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, func, select, update
 
 from tests.builders import make_site, make_urls
 from tests.sitemap_schema import NS, locs, parse
 from tests.test_generate import published
 from webapp import jobs
-from webapp.models import Generation, Site, Url
+from webapp.models import FileBody, Generation, Site, StoredFile, Url
 from webapp.sitemaps import get_store
 from webapp.urls import delete_url, save_url
 
@@ -25,8 +26,17 @@ def index_lastmods(app, site) -> dict[str, str]:
     return dict(zip(names, index.xpath("//sm:lastmod/text()", namespaces=NS)))
 
 
-def inodes(app, site) -> dict[str, int]:
-    return {name: path.stat().st_ino for name, path in published(app, site).items()}
+def bodies(app, site) -> dict[str, str]:
+    """The digest of each file served, `.gz` twins included: a file written again with other
+    content has another one."""
+    files = get_store(app).published(site.storage_key).files.values()
+    return {**{f.name: f.sha256 for f in files},
+            **{f"{f.name}.gz": f.sha256 for f in files if f.gzip_size}}
+
+
+def stored_bodies(session) -> int:
+    session.rollback()
+    return session.scalar(select(func.count()).select_from(FileBody))
 
 
 def live_locs_in_files(app, site) -> list[str]:
@@ -45,16 +55,18 @@ def test_one_changed_url_rewrites_only_its_file(app, session):
     site = make_site(session, max_urls_per_file=10)
     page = make_urls(session, site, 30)
     jobs.regenerate(site.id, app, now=T[0])
-    before, dated = inodes(app, site), index_lastmods(app, site)
+    before, dated = bodies(app, site), index_lastmods(app, site)
+    count = stored_bodies(session)
     save_url(session, site, page[15], {"lastmod": "2026-01-02"})
     session.commit()
+    shutil.rmtree(get_store(app).bodies)  # the worker's cache is empty: reuse needs no bytes
 
     jobs.regenerate(site.id, app, now=T[1])
 
-    after = inodes(app, site)
+    after = bodies(app, site)
     rewritten = {name for name in after if after[name] != before.get(name)}
-    assert rewritten == {"sitemap-2.xml", "sitemap-2.xml.gz", "sitemap.xml", "sitemap.xml.gz",
-                         "sitemap.xsl"}
+    assert rewritten == {"sitemap-2.xml", "sitemap-2.xml.gz", "sitemap.xml", "sitemap.xml.gz"}
+    assert stored_bodies(session) == count + 2  # the rewritten file and the index, no other
     assert index_lastmods(app, site) == {**dated, "sitemap-2.xml": "2026-01-02T12:00:00+00:00"}
     assert "<lastmod>2026-01-02</lastmod>" in published(app, site)["sitemap-2.xml"].read_text()
 
@@ -63,14 +75,14 @@ def test_new_urls_join_the_last_file_and_then_new_files(app, session):
     site = make_site(session, max_urls_per_file=10)
     make_urls(session, site, 25)
     jobs.regenerate(site.id, app, now=T[0])
-    before = inodes(app, site)
+    before = bodies(app, site)
     for n in range(8):
         save_url(session, site, f"{site.base_url}new/{n}")
     session.commit()
 
     jobs.regenerate(site.id, app, now=T[1])
 
-    after = inodes(app, site)
+    after = bodies(app, site)
     assert after["sitemap-1.xml"] == before["sitemap-1.xml"]
     assert after["sitemap-2.xml"] == before["sitemap-2.xml"]
     assert sorted(index_lastmods(app, site)) == ["sitemap-1.xml", "sitemap-2.xml",
@@ -82,16 +94,18 @@ def test_emptying_a_middle_file_falls_back_to_a_full_run(app, session):
     site = make_site(session, max_urls_per_file=10)
     page = make_urls(session, site, 30)
     jobs.regenerate(site.id, app, now=T[0])
-    before = inodes(app, site)
+    before = bodies(app, site)
     for loc in page[10:20]:
         delete_url(session, site, loc)
     session.commit()
 
     jobs.regenerate(site.id, app, now=T[1])
 
-    after = inodes(app, site)
+    after = bodies(app, site)
     assert sorted(index_lastmods(app, site)) == ["sitemap-1.xml", "sitemap-2.xml"]
-    assert after["sitemap-1.xml"] != before["sitemap-1.xml"]  # written again, not linked
+    assert after["sitemap-1.xml"] == before["sitemap-1.xml"]  # written again, the same bytes
+    # The files after the emptied one moved up: a run that kept them in place could not.
+    assert locs(parse(published(app, site)["sitemap-2.xml"])) == page[20:30]
     assert live_locs_in_files(app, site) == live_locs_in_db(session, site)
 
 
@@ -99,14 +113,14 @@ def test_a_setting_that_shapes_every_file_rewrites_them_all(app, session):
     site = make_site(session, max_urls_per_file=10)
     make_urls(session, site, 30)
     jobs.regenerate(site.id, app, now=T[0])
-    before = inodes(app, site)
+    before = bodies(app, site)
     session.execute(update(Site).values(default_priority=0.3))
     session.commit()
 
     jobs.regenerate(site.id, app, now=T[1])
 
-    after = inodes(app, site)
-    assert all(after[name] != before[name] for name in before)
+    after = bodies(app, site)
+    assert all(after[name] != before[name] for name in before if name != "sitemap.xsl")
     assert all("<priority>0.3</priority>" in published(app, site)[f"sitemap-{n}.xml"].read_text()
                for n in (1, 2, 3))
 
@@ -137,7 +151,7 @@ def test_random_edits_keep_the_files_equal_to_the_database(app, session):
     jobs.regenerate(site.id, app, now=T[0])
     linked = 0
     for step in range(1, 25):
-        before = inodes(app, site)
+        before = bodies(app, site)
         for _ in range(rng.randint(1, 4)):
             action, loc = rng.random(), rng.choice(pages)
             live = session.scalar(select(Url.deleted_at).where(Url.loc == loc)) is None
@@ -154,18 +168,20 @@ def test_random_edits_keep_the_files_equal_to_the_database(app, session):
         counts = [len(locs(parse(path))) for name, path in published(app, site).items()
                   if name.startswith("sitemap-") and name.endswith(".xml")]
         assert max(counts) <= 7, step
-        after = inodes(app, site)
+        after = bodies(app, site)
         linked += sum(after[name] == before.get(name) for name in after if ".xml" in name)
     assert linked > 0  # the runs did reuse files: this exercised the incremental path
     assert session.scalar(select(Generation.status).order_by(Generation.id.desc()).limit(1)) \
         == "succeeded"
 
 
-def test_files_of_a_pruned_generation_are_never_linked(app, session):
+def test_files_of_a_pruned_generation_are_never_reused(app, session):
     site = make_site(session, max_urls_per_file=10)
     page = make_urls(session, site, 30)
     run = jobs.regenerate(site.id, app, now=T[0])
-    get_store(app).remove(site.storage_key)  # e.g. the sitemaps folder was lost
+    session.execute(delete(StoredFile))  # as if pruned, bodies and all
+    session.execute(delete(FileBody))
+    session.commit()
     save_url(session, site, page[0], {"lastmod": "2026-01-02"})
     session.commit()
 

@@ -164,6 +164,11 @@ def load(overrides: Mapping[str, object] | None = None, environ: Mapping[str, st
         settings["SITEMAP_KEEP_GENERATIONS"] = env_int(
             "SITEMAP_KEEP_GENERATIONS", 5, minimum=2, maximum=1000, environ=environ
         )
+    if "PUBLISHED_TTL_SECONDS" not in overrides:
+        # How long a node trusts what it read of a site's published generation: a generation
+        # published by another node is served within this time.
+        settings["PUBLISHED_TTL_SECONDS"] = env_int("PUBLISHED_TTL_SECONDS", 1, minimum=0,
+                                                    maximum=3600, environ=environ)
     if "PROXY_COUNT" not in overrides:
         settings["PROXY_COUNT"] = env_int("PROXY_COUNT", 0, minimum=0, maximum=10, environ=environ)
     if "SITE_CACHE_SECONDS" not in overrides:

@@ -105,6 +105,9 @@ class Site(Timestamps, Base):
     # When the regeneration task already in the queue for this site is due: a burst of
     # changes enqueues one task, not one per change (tasks.soon).
     run_queued_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The generation every node serves, switched by a compare-and-set that only moves it
+    # forward, in the transaction that records the run as succeeded (see sitemaps.publish).
+    published_generation_id: Mapped[int | None] = mapped_column(Integer)
 
     urls: Mapped[list[Url]] = relationship(back_populates="site", passive_deletes=True)
     generations: Mapped[list[Generation]] = relationship(back_populates="site", passive_deletes=True)
@@ -420,3 +423,52 @@ class Task(Base):
 
     def __repr__(self) -> str:
         return f"<Task {self.id} {self.kind} {self.status}>"
+
+
+class FileBody(Base):
+    """The content of a published file, stored once per digest whichever sites and generations
+    publish it: its gzip bytes, in parts (FileBodyPart) so that no side holds a whole file."""
+
+    __tablename__ = "file_bodies"
+
+    digest: Mapped[str] = mapped_column(String(64), primary_key=True)  # SHA-256 of the content
+    size: Mapped[int] = mapped_column(BigInteger)
+    gzip_size: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    def __repr__(self) -> str:
+        return f"<FileBody {self.digest[:12]} {self.size} bytes>"
+
+
+class FileBodyPart(Base):
+    """One slice of a body's gzip bytes, in order of `position`."""
+
+    __tablename__ = "file_body_parts"
+
+    digest: Mapped[str] = mapped_column(ForeignKey("file_bodies.digest", ondelete="CASCADE"),
+                                        primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, primary_key=True)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+
+    def __repr__(self) -> str:
+        return f"<FileBodyPart {self.digest[:12]} #{self.position}>"
+
+
+class StoredFile(Base):
+    """One servable file of a generation's set: what serving needs, and the body by digest.
+    Rows go when their generation is pruned; a body no row names is then removed too."""
+
+    __tablename__ = "stored_files"
+
+    generation_id: Mapped[int] = mapped_column(
+        ForeignKey("generations.id", ondelete="CASCADE"), primary_key=True)
+    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16))  # "urlset", "index" or "stylesheet"
+    # No cascade: a body still named here cannot be deleted.
+    digest: Mapped[str] = mapped_column(ForeignKey("file_bodies.digest"), index=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    gzip_size: Mapped[int | None] = mapped_column(BigInteger)  # None: served without a .gz twin
+    lastmod: Mapped[str | None] = mapped_column(String(25))
+
+    def __repr__(self) -> str:
+        return f"<StoredFile {self.generation_id} {self.name}>"

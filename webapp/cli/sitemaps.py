@@ -81,13 +81,14 @@ def sitemaps_history(site_ref, limit):
     with session_scope() as session:
         site = find_site(session, site_ref)
         current = store.current_generation(site.storage_key)
+        stored = store.kept_generations(site.storage_key)
         generations = session.scalars(select(Generation).where(Generation.site_id == site.id)
                                       .order_by(Generation.id.desc()).limit(limit)).all()
-        click.echo("id\tstatus\tstarted\tseconds\turls\tfiles\tbytes\tfiles on disk")
+        click.echo("id\tstatus\tstarted\tseconds\turls\tfiles\tbytes\tfiles kept")
         for g in generations:
             seconds = f"{(g.finished_at - g.started_at).total_seconds():.1f}" if g.finished_at else "-"
             kept = ("published" if g.id == current else
-                    "kept" if store.generation_set(site.storage_key, g.id) else "-")
+                    "kept" if g.id in stored else "-")
             note = f"\trollback of {g.rollback_of}" if g.rollback_of else ""
             error = f"\t{g.error}" if g.error else ""
             click.echo(f"{g.id}\t{g.status}\t{g.started_at:%Y-%m-%d %H:%M:%S}\t{seconds}\t"
@@ -108,10 +109,11 @@ def sitemaps_diff(site_ref, generations, limit):
     with session_scope() as session:
         site = find_site(session, site_ref)
         if not generations:
+            stored = store.kept_generations(site.storage_key)
             kept = sorted(g for g in session.scalars(
                 select(Generation.id).where(Generation.site_id == site.id,
                                             Generation.status == "succeeded"))
-                if store.generation_set(site.storage_key, g))
+                if g in stored)
             if not kept:
                 raise click.ClickException(f"site {site.slug} has no generation kept to compare")
             current = store.current_generation(site.storage_key) or kept[-1]
@@ -125,7 +127,7 @@ def sitemaps_diff(site_ref, generations, limit):
     for generation, kept in zip(generations, sets):
         if kept is None:
             raise click.ClickException(f"the files of generation {generation} are not kept")
-    result = diff(*sets)
+    result = diff(*sets, store.local)
     for mark, items in (("+", result.added), ("-", result.removed),
                         ("~", [f"{loc}  ({what})" for loc, what in result.changed])):
         for item in items[:limit]:

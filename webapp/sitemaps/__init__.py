@@ -1,24 +1,28 @@
 """Sitemap files, from the database to the published set: `rows` streams a site's URLs, `build`
 writes XML, `generate` ties a run together (`incremental` when the last set can be reused),
-`publish` stores sets atomically, `history` compares two of them. Others use the names below.
+`publish` stores sets in the database (shared by every node), `cache` keeps their bodies on
+this node, `history` compares two of them. Others use the names below.
 """
 
 from __future__ import annotations
 
 from flask import Flask, current_app
 
+from webapp.db import new_session
 from webapp.sitemaps.build import STYLESHEET, Limits, SitemapLimitError, replace_file
 from webapp.sitemaps.generate import Published, generate_site, republish_site
 from webapp.sitemaps.history import diff
-from webapp.sitemaps.publish import PublishedFile, PublishedSet, SitemapStore
+from webapp.sitemaps.publish import MissingBody, PublishedFile, PublishedSet, SitemapStore
 
-__all__ = ["STYLESHEET", "Limits", "Published", "PublishedFile", "PublishedSet",
+__all__ = ["STYLESHEET", "Limits", "MissingBody", "Published", "PublishedFile", "PublishedSet",
            "SitemapLimitError", "SitemapStore", "diff", "generate_site", "get_store", "init_app",
            "replace_file", "republish_site"]
 
 
 def init_app(app: Flask) -> None:
-    app.extensions["sitemap_store"] = SitemapStore(app.config["SITEMAPS_DIR"])
+    app.extensions["sitemap_store"] = SitemapStore(
+        app.config["SITEMAPS_DIR"], lambda: new_session(app),
+        ttl=app.config["PUBLISHED_TTL_SECONDS"])
 
 
 def get_store(app: Flask | None = None) -> SitemapStore:

@@ -5,6 +5,7 @@ the set is recorded and published (publish.py), unless it is exactly what is ser
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from collections.abc import Callable
@@ -28,7 +29,7 @@ from webapp.sitemaps.build import (
     urlset_open,
     write_index,
 )
-from webapp.sitemaps.publish import SitemapStore, same_as_published, served_stylesheet
+from webapp.sitemaps.publish import Entry, PublishedSet, SitemapStore, same_as_published
 from webapp.sitemaps.rows import counted, live_count, url_entries, uses
 
 
@@ -81,15 +82,21 @@ def _carry_lastmods(files: list[BuiltFile], previous: dict[str, GenerationFile],
         built.lastmod = before.lastmod if before and before.sha256 == built.sha256 else stamp
 
 
-def _stylesheet_lastmod(store: SitemapStore, site: Site, folder: Path, stylesheet: str | None,
-                        stamp: str) -> str | None:
+def _stylesheet(name: str) -> Entry:
+    """The stylesheet's entry in a set; its lastmod is given when the set is dated."""
+    data = STYLESHEET.read_bytes()
+    return Entry(name, "stylesheet", hashlib.sha256(data).hexdigest(), len(data), None, None)
+
+
+def _dated_stylesheet(served: PublishedSet | None, stylesheet: Entry | None,
+                      stamp: str) -> Entry | None:
     """The stylesheet's lastmod (its Last-Modified), kept while its bytes are unchanged."""
     if stylesheet is None:
         return None
-    served = served_stylesheet(store.published(site.storage_key), folder, stylesheet)
-    return normalize_lastmod(served.lastmod) if served and served.lastmod else stamp
-
-
+    before = served.files.get(stylesheet.name) if served else None
+    lastmod = normalize_lastmod(before.lastmod) if before and before.lastmod and \
+        before.sha256 == stylesheet.sha256 else stamp
+    return stylesheet._replace(lastmod=lastmod)
 
 
 def generate_site(session: Session, site: Site, generation: Generation, store: SitemapStore,
@@ -100,7 +107,9 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
     URLs when the last generation's files can be reused (see incremental.py), else all.
 
     The caller owns the transaction: `before_publish` runs once the files and their records
-    are ready and before the set goes live, so the caller can commit the records first.
+    are ready, so the caller can commit the records first; the set is then stored and the
+    site's published generation moved in the session's transaction, and goes live when the
+    caller commits (jobs records the run as succeeded in that same commit).
     `progress(done, total)` hears how many URLs are written, every 10,000.
     """
     limits = limits or Limits(max_urls=site.max_urls_per_file)
@@ -111,20 +120,20 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
     header = urlset_open(images, alternates, stylesheet)
     generation.layout = incremental.layout(site, header, limits, _entry_name(site))
     reuse = incremental.plan(session, site, generation.layout, lambda generation_id: (
-        store.generation_set(site.storage_key, generation_id) is not None))
+        generation_id in store.kept_generations(site.storage_key)))
     with store.staging(site.storage_key, generation.id) as folder:
         files = None
         if reuse is not None:
             connection = session.connection()
             files = incremental.write_changed(
-                reuse, store, site.storage_key, folder, lambda first_number: UrlsetWriter(
+                reuse, lambda first_number: UrlsetWriter(
                     folder, stem, header, limits, first_number=first_number),
                 lambda after, upto: url_entries(connection, site, images, alternates, after,
                                                 upto))
             if files is not None:
                 check_index_size(len(files), limits)
         if files is None:
-            _empty(folder)  # links made before falling back must not be written through
+            _empty(folder)  # files written before falling back are written again
             live = live_count(session, site.id)
             check_index_size(-(-live // limits.max_urls), limits)  # before writing anything
             writer = UrlsetWriter(folder, stem, header, limits)
@@ -136,8 +145,9 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
             shutil.copyfile(STYLESHEET, folder / stylesheet)
         if len(files) == 1:
             _rename(folder, files[0], _entry_name(site))
-        return _finish(session, site, generation, store, folder, files, stylesheet, limits,
-                       now, before_publish)
+        return _finish(session, site, generation, store, folder, files,
+                       _stylesheet(stylesheet) if stylesheet else None, limits, now,
+                       before_publish)
 
 
 def _empty(folder: Path) -> None:
@@ -151,17 +161,15 @@ def republish_site(session: Session, site: Site, generation: Generation, store: 
     """Publish the urlset files of an older kept generation again, as `generation`.
 
     Going back is a change like any other: each file whose content differs from what is
-    published now gets a new lastmod, and the index is written anew to say so.
+    published now gets a new lastmod, and the index is written anew to say so. The files'
+    bodies are stored already: the new set names them, nothing is copied.
     """
     kept = store.generation_set(site.storage_key, source.id)
     files = [BuiltFile(f.name, f.kind, f.url_count, f.bytes, f.gzip_bytes, f.sha256,
                        f.first_url_id, f.last_url_id) for f in source.files if f.kind == "urlset"]
-    stylesheet = next((name for name, f in kept.files.items() if f.kind == "stylesheet"), None)
-    names = [f.name for f in files] + [f"{f.name}.gz" for f in files]
-    if stylesheet:
-        names.append(stylesheet)
+    stylesheet = next((Entry(f.name, f.kind, f.sha256, f.size, None, None)
+                       for f in kept.files.values() if f.kind == "stylesheet"), None)
     with store.staging(site.storage_key, generation.id) as folder:
-        store.link_files(site.storage_key, source.id, folder, names)
         return _finish(session, site, generation, store, folder, files, stylesheet,
                        Limits(max_urls=site.max_urls_per_file), now, before_publish)
 
@@ -171,7 +179,7 @@ def _entry_name(site: Site) -> str:
 
 
 def _finish(session: Session, site: Site, generation: Generation, store: SitemapStore,
-            folder: Path, files: list[BuiltFile], stylesheet: str | None, limits: Limits,
+            folder: Path, files: list[BuiltFile], stylesheet: Entry | None, limits: Limits,
             now: datetime | None, before_publish: Callable[[], None]) -> Published:
     """Date the urlset files, add the index, record the set and publish it, unless it is
     exactly what is published already."""
@@ -181,21 +189,24 @@ def _finish(session: Session, site: Site, generation: Generation, store: Sitemap
     if len(files) > 1:
         base = directory(site.sitemap_url)
         index = write_index(folder, _entry_name(site),
-                            [(base + f.name, f.lastmod) for f in files], limits, stylesheet)
+                            [(base + f.name, f.lastmod) for f in files], limits,
+                            stylesheet.name if stylesheet else None)
         _carry_lastmods([index], previous, stamp)
         files.append(index)
     url_count = sum(f.url_count for f in files if f.kind == "urlset")
     digests = {f.name: f.sha256 for f in files}
+    served = store.current_set(site.storage_key)
     if previous and digests == {name: f.sha256 for name, f in previous.items()} and \
-            same_as_published(store.published(site.storage_key), previous_id, folder, stylesheet):
+            same_as_published(served, previous_id, stylesheet):
         return Published(files, url_count, published=False, unchanged=True)
     session.add_all(GenerationFile(
         generation_id=generation.id, name=f.name, kind=f.kind, url_count=f.url_count,
         bytes=f.bytes, gzip_bytes=f.gzip_bytes, sha256=f.sha256, first_url_id=f.first_url_id,
         last_url_id=f.last_url_id, lastmod=f.lastmod) for f in files)
     session.flush()
-    store.write_manifest(folder, generation.id, files, stylesheet,
-                         _stylesheet_lastmod(store, site, folder, stylesheet, stamp))
+    entries = [Entry(f.name, f.kind, f.sha256, f.bytes, f.gzip_bytes, f.lastmod) for f in files]
+    stylesheet = _dated_stylesheet(served, stylesheet, stamp)
     before_publish()
-    published = store.publish(site.storage_key, generation.id, folder)
+    published = store.publish(session, site.storage_key, generation.id, folder,
+                              entries + ([stylesheet] if stylesheet else []))
     return Published(files, url_count, published)

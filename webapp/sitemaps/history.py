@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from lxml import etree
 
 from webapp.protocol import SITEMAP_NS
-from webapp.sitemaps.publish import PublishedSet
+from webapp.sitemaps.publish import PublishedFile, PublishedSet
 
 _URL = f"{{{SITEMAP_NS}}}url"
 _LOC = f"{{{SITEMAP_NS}}}loc"
@@ -22,12 +23,13 @@ class Diff:
     changed: list[tuple[str, str]] = field(default_factory=list)  # (loc, what changed)
 
 
-def _entries(published: PublishedSet) -> Iterator[tuple[str, tuple]]:
+def _entries(published: PublishedSet, local: Callable[[PublishedFile], Path],
+             ) -> Iterator[tuple[str, tuple]]:
     """(loc, everything else written for it) for every URL in the set's urlset files."""
     for file in sorted(published.files.values(), key=lambda f: f.name):
         if file.kind != "urlset":
             continue
-        for _, element in etree.iterparse(str(file.path), tag=_URL, resolve_entities=False,
+        for _, element in etree.iterparse(str(local(file)), tag=_URL, resolve_entities=False,
                                           no_network=True):
             loc = element.findtext(_LOC)
             fields = tuple(element.findtext(f"{{{SITEMAP_NS}}}{name}") for name in _FIELDS)
@@ -45,11 +47,13 @@ def _describe(before: tuple, after: tuple) -> str:
     return ", ".join(parts)
 
 
-def diff(old: PublishedSet, new: PublishedSet) -> Diff:
-    """URLs added, removed and changed from `old` to `new`, in the order the files list them."""
-    before = dict(_entries(old))
+def diff(old: PublishedSet, new: PublishedSet,
+         local: Callable[[PublishedFile], Path] = lambda file: file.path) -> Diff:
+    """URLs added, removed and changed from `old` to `new`, in the order the files list them;
+    `local(file)` gives a file's content on this node (SitemapStore.local fetches it)."""
+    before = dict(_entries(old, local))
     result = Diff()
-    for loc, entry in _entries(new):
+    for loc, entry in _entries(new, local):
         previous = before.pop(loc, None)
         if previous is None:
             result.added.append(loc)

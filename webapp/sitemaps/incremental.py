@@ -4,7 +4,7 @@ Every urlset file holds a contiguous range of URL ids, recorded with the generat
 never move: a new URL gets a higher id than every other (it joins the last file), an edited or
 deleted one keeps its id, and each change stamps the URL with the site's change_seq. So the
 files of the last generation whose ranges hold no URL changed since that generation started
-are still right, byte for byte, and are linked into the new set instead of being written again.
+are still right, byte for byte: the new set names their stored bodies instead of writing them.
 Their lastmod stays as it was, so the index tells crawlers which files to fetch again.
 
 Anything else that shapes the files (the header, default values, limits, names) is summed up
@@ -20,14 +20,12 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass
-from pathlib import Path
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from webapp.models import Generation, GenerationFile, Site, Url
 from webapp.sitemaps.build import BuiltFile, Limits, UrlsetWriter
-from webapp.sitemaps.publish import SitemapStore
 
 # Past this many changed URLs, finding their files costs more than it can save.
 MAX_CHANGED = 100_000
@@ -85,18 +83,17 @@ def reused(file: GenerationFile) -> BuiltFile:
                      file.sha256, file.first_url_id, file.last_url_id)
 
 
-def write_changed(reuse: Plan, store: SitemapStore, key: str, folder: Path,
-                  writer: Callable[[int], UrlsetWriter],
+def write_changed(reuse: Plan, writer: Callable[[int], UrlsetWriter],
                   entries: Callable[[int | None, int | None], Iterator[tuple[int, str]]],
                   ) -> list[BuiltFile] | None:
-    """Link the unchanged files of the last generation into `folder` and write the others
-    again (`writer(n)` writes from file number n, `entries(after, upto)` gives the URLs of an
-    id range); None when that cannot keep every file in its place."""
+    """Keep the unchanged files of the last generation (their bodies are stored: nothing is
+    copied) and write the others again (`writer(n)` writes from file number n,
+    `entries(after, upto)` gives the URLs of an id range); None when that cannot keep every
+    file in its place."""
     files: list[BuiltFile] = []
     last = len(reuse.files) - 1
     for i, before in enumerate(reuse.files):
         if not reuse.dirty[i]:
-            store.link_files(key, reuse.source.id, folder, [before.name, f"{before.name}.gz"])
             files.append(reused(before))
             continue
         with closing(entries(*reuse.id_range(i))) as urls:

@@ -1,233 +1,363 @@
-"""Atomic storage of published sitemap sets on the local file system.
+"""Published sitemap sets, shared by every node through the database.
 
-Each generation is written into a folder of its own; publishing swaps the site's `current`
-symlink to it with one rename, which POSIX makes atomic. A reader that resolves `current` sees
-the previous complete set or the new complete set, never a mix, and a failed run never touches
-`current`. A per-site lock file serialises publishers across processes so an older generation
-never replaces a newer one.
+A generation's files are rows of `stored_files` (name, kind, digest, sizes, lastmod), and each
+file's content is stored once per digest in `file_bodies` (its gzip bytes, in parts), so a file
+that did not change between generations is not stored again. Which generation a site serves is
+`sites.published_generation_id`, moved by a compare-and-set that only goes forward, in the
+transaction that records the run as succeeded: publishing is that commit. A reader sees the old
+set or the new one, never a mix; a failed or killed run never commits, so it changes nothing;
+an older generation never replaces a newer one.
+
+Each node keeps a cache of bodies in its own folder (cache.py), fetched from the database when
+first needed. A node reads which generation a site publishes at most once per `ttl` seconds,
+and keeps each generation's file list in memory (it never changes). The staging folders where
+a worker writes a generation are local scratch space under the same folder.
 """
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
+import gzip
 import json
+import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import NamedTuple
 
+from sqlalchemy import delete, exists, insert, or_, select, update
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
 from werkzeug.http import http_date
 
-CURRENT = "current"
-STAGING_PREFIX = ".staging-"
-MANIFEST = "manifest.json"
+from webapp.db import after_commit
+from webapp.models import FileBody, FileBodyPart, Generation, Site, StoredFile, utcnow
+from webapp.sitemaps.cache import (
+    PART_BYTES,
+    TRIM_GRACE,
+    MissingBody,
+    NodeCache,
+    PublishedFile,
+    PublishedSet,
+)
+
+log = logging.getLogger(__name__)
+
+STAGING = "staging"
 EXPORT_MARKER = ".sitemap-export-{key}.json"
 # What export gives the files it writes: a static server of another user reads them.
 PUBLIC_MODE = 0o644
+GZIP_LEVEL = 6
+SETS_KEPT = 1024  # file lists kept in memory per process, the most recently used
+TRIM_SECONDS = 600  # how often a serving node drops cached bodies no kept generation names
 
 
-@dataclass(frozen=True)
-class PublishedFile:
-    """One servable file of a published set, with what HTTP caching needs to know of it."""
+class Entry(NamedTuple):
+    """A file of a set about to be published: its body is staged, or stored already."""
 
     name: str
-    kind: str  # "urlset", "index" or "stylesheet"
-    path: Path
+    kind: str
     sha256: str
     size: int
-    lastmod: datetime | None
-    gzip_size: int | None = None  # the size of the `.gz` twin, when there is one
-
-    last_modified: str | None = None  # lastmod as an HTTP date, made once per generation
+    gzip_size: int | None  # None: no `.gz` twin is served (the stylesheet)
+    lastmod: str | None
 
 
-@dataclass(frozen=True)
-class PublishedSet:
-    generation: int
-    files: dict[str, PublishedFile]
-
-
-def served_stylesheet(published: PublishedSet | None, folder: Path,
-                      stylesheet: str) -> PublishedFile | None:
-    """The stylesheet being served, if the one in `folder` has the same bytes."""
-    served = published.files.get(stylesheet) if published else None
-    if served is not None and served.sha256 == hashlib.sha256(
-            (folder / stylesheet).read_bytes()).hexdigest():
-        return served
-    return None
-
-
-def same_as_published(published: PublishedSet | None, generation_id: int | None, folder: Path,
-                      stylesheet: str | None) -> bool:
-    """Whether generation `generation_id` is the set being served, with the same stylesheet as
-    the one staged in `folder` (or none, when `stylesheet` is None): the caller has checked
-    that the staged sitemap files have that generation's digests."""
+def same_as_published(published: PublishedSet | None, generation_id: int | None,
+                      stylesheet: Entry | None) -> bool:
+    """Whether generation `generation_id` is the set being served, with the same stylesheet
+    (or none): the caller has checked that the sitemap files have that generation's digests."""
     if published is None or published.generation != generation_id:
-        return False  # the files on disk are not what the database remembers
-    if stylesheet:
-        return served_stylesheet(published, folder, stylesheet) is not None
-    return not any(f.kind == "stylesheet" for f in published.files.values())
+        return False
+    served = [f for f in published.files.values() if f.kind == "stylesheet"]
+    if stylesheet is None:
+        return not served
+    return [(f.name, f.sha256) for f in served] == [(stylesheet.name, stylesheet.sha256)]
 
 
-def _fsync_path(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def _insert_ignoring_duplicates(session: Session, values: dict) -> bool:
+    """Insert a body's row unless one exists (or another transaction is inserting it: then
+    wait for that one); whether this call inserted it."""
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert
+    statement = dialect_insert(FileBody.__table__).values(**values).on_conflict_do_nothing(
+        index_elements=["digest"]).returning(FileBody.__table__.c.digest)
+    return session.execute(statement).first() is not None
 
 
 class SitemapStore:
-    """`<root>/<site storage key>/g<generation id>/` folders and a `current` link to the
-    published one."""
+    """Sets in the database, bodies cached under `root`; `sessions()` opens a session."""
 
-    def __init__(self, root: str | os.PathLike[str]):
-        self.root = Path(root)
-        self._sets: dict[str, PublishedSet] = {}  # per site, the last set read
+    def __init__(self, root: str | os.PathLike[str], sessions: Callable[[], Session],
+                 ttl: float = 1.0):
+        self.root, self._sessions, self.ttl = Path(root), sessions, ttl
+        self.cache = NodeCache(self.root, sessions)
+        self.bodies = self.cache.bodies
+        self._current: dict[str, tuple[float, int | None]] = {}  # key -> (read at, generation)
+        self._sets: OrderedDict[int, PublishedSet] = OrderedDict()  # immutable file lists
+        self._lock = threading.Lock()  # one reader of the database at a time refreshes
+        self._trimmed_at = time.monotonic()
 
-    @staticmethod
-    def write_manifest(folder: Path, generation_id: int, files: Sequence,
-                       stylesheet: str | None, stylesheet_lastmod: str | None = None) -> None:
-        """Record, beside the files, what serving needs: digests, sizes, lastmods."""
-        entries = {f.name: {"kind": f.kind, "sha256": f.sha256, "size": f.bytes,
-                            "gzip_size": f.gzip_bytes, "lastmod": f.lastmod} for f in files}
-        if stylesheet:
-            data = (folder / stylesheet).read_bytes()
-            entries[stylesheet] = {"kind": "stylesheet", "sha256": hashlib.sha256(data).hexdigest(),
-                                   "size": len(data), "gzip_size": None,
-                                   "lastmod": stylesheet_lastmod}
-        (folder / MANIFEST).write_text(json.dumps({"generation": generation_id, "files": entries}))
+    # Reading what is published -------------------------------------------------------------
 
-    def published(self, key: str) -> PublishedSet | None:
-        """The published set of a site, read once per generation and then kept in memory.
+    def published(self, key: str, max_age: float | None = None) -> PublishedSet | None:
+        """The set a site serves: which generation is read from the database at most once per
+        `ttl` seconds (or `max_age`, when shorter), its file list once (it never changes).
 
-        The `current` link is read on every call: several processes serve at once, and an
-        index from one and its files from another must come from the same generation.
+        While the database does not answer, the last generation read goes on being served.
         """
-        generation = self.current_generation(key)
-        if generation is None:
+        now = time.monotonic()
+        seen = self._current.get(key)
+        limit = self.ttl if max_age is None else min(self.ttl, max_age)
+        if seen is None or now - seen[0] >= limit:
+            # Another thread refreshing: serve what is known rather than queue behind it.
+            if self._lock.acquire(blocking=seen is None):
+                try:
+                    seen = self._refresh(key, seen)
+                finally:
+                    self._lock.release()
+            if now - self._trimmed_at >= TRIM_SECONDS:
+                self._trimmed_at = now
+                self._trim_quietly()
+        if seen is None or seen[1] is None:
             return None
-        cached = self._sets.get(key)
-        if cached is not None and cached.generation == generation:
+        cached = self._sets.get(seen[1])
+        if cached is not None:
+            try:
+                self._sets.move_to_end(seen[1])
+            except KeyError:  # crowded out by another thread a moment ago: it is still right
+                pass
             return cached
-        published = self.generation_set(key, generation)
-        if published is not None:
-            self._sets[key] = published
-        return published
+        try:
+            # No rows: a site without URLs published an empty set (the published generation
+            # is never pruned), kept too, so asking for its files queries nothing.
+            found = self.generation_set(key, seen[1]) or PublishedSet(seen[1], {})
+        except SQLAlchemyError:
+            log.exception("cannot read the files of generation %s", seen[1])
+            return None
+        self.cache.remember(key, found)
+        self._sets[seen[1]] = found
+        while len(self._sets) > SETS_KEPT:
+            self._sets.popitem(last=False)
+        return found
+
+    def _refresh(self, key: str, seen: tuple[float, int | None] | None
+                 ) -> tuple[float, int | None] | None:
+        try:
+            generation = self.current_generation(key)
+        except SQLAlchemyError:
+            log.exception("cannot read the published generation; serving the last one known")
+            if seen is None:  # nothing read by this process yet: what this node read last
+                recalled = self.cache.recall(key)
+                if recalled is None:
+                    return None
+                self._sets[recalled.generation] = recalled
+                seen = (0.0, recalled.generation)
+            generation = seen[1]
+        fresh = (time.monotonic(), generation)
+        self._current[key] = fresh
+        return fresh
+
+    def forget(self, key: str) -> None:
+        """Read the site's published generation again at its next request."""
+        self._current.pop(key, None)
+
+    def current_generation(self, key: str) -> int | None:
+        """The id of the published generation, read now, or None when nothing is published."""
+        with self._sessions() as session:
+            return session.scalar(select(Site.published_generation_id)
+                                  .where(Site.storage_key == key))
+
+    def current_set(self, key: str) -> PublishedSet | None:
+        """The published set as the database says it is now, for workers (no cache)."""
+        generation = self.current_generation(key)
+        return None if generation is None else self.generation_set(key, generation)
 
     def generation_set(self, key: str, generation: int) -> PublishedSet | None:
-        """The files of any generation still kept on disk, published or not."""
-        folder = self.site_folder(key) / f"g{generation}"
-        try:
-            manifest = json.loads((folder / MANIFEST).read_text())
-        except FileNotFoundError:
+        """The files of any generation still kept, published or not; None once pruned."""
+        with self._sessions() as session:
+            rows = session.execute(
+                select(StoredFile).join(Generation, Generation.id == StoredFile.generation_id)
+                .join(Site, Site.id == Generation.site_id)
+                .where(StoredFile.generation_id == generation, Site.storage_key == key)
+            ).scalars().all()
+        if not rows:
             return None
         files = {}
-        for name, entry in manifest["files"].items():
-            lastmod = datetime.fromisoformat(entry["lastmod"]) if entry["lastmod"] else None
-            files[name] = PublishedFile(
-                name=name, kind=entry["kind"], path=folder / name, sha256=entry["sha256"],
-                size=entry["size"], gzip_size=entry["gzip_size"], lastmod=lastmod,
+        for row in rows:
+            lastmod = datetime.fromisoformat(row.lastmod) if row.lastmod else None
+            files[row.name] = PublishedFile(
+                name=row.name, kind=row.kind, path=self.bodies / row.digest, sha256=row.digest,
+                size=row.size, gzip_size=row.gzip_size, lastmod=lastmod,
                 last_modified=http_date(lastmod) if lastmod else None)
         return PublishedSet(generation, files)
 
-    def link_files(self, key: str, source: int, folder: Path, names: Sequence[str]) -> None:
-        """Put files of a kept generation into a staging folder, linked rather than copied.
+    def local(self, file: PublishedFile) -> Path:
+        """The file's content on this node (see NodeCache.local)."""
+        return self.cache.local(file)
 
-        Published files are never written to again, so sharing them between folders is safe.
-        """
-        for name in names:
-            path = self.site_folder(key) / f"g{source}" / name
-            try:
-                os.link(path, folder / name)
-            except OSError:
-                shutil.copy2(path, folder / name)
+    def view_path(self, file: PublishedFile, variant: str) -> Path:
+        return self.cache.view_path(file, variant)
+
+    def trim_cache(self, grace: float = TRIM_GRACE) -> int:
+        return self.cache.trim(grace)
+
+    def _trim_quietly(self) -> None:
+        try:
+            self.cache.trim()
+        except (SQLAlchemyError, OSError):
+            log.exception("cannot trim the cache of published bodies")
+
+    def kept_generations(self, key: str) -> set[int]:
+        """The ids of the site's generations whose files are still kept."""
+        with self._sessions() as session:
+            return set(session.scalars(
+                select(StoredFile.generation_id).distinct()
+                .join(Generation, Generation.id == StoredFile.generation_id)
+                .join(Site, Site.id == Generation.site_id).where(Site.storage_key == key)))
+
+    # Writing a generation ------------------------------------------------------------------
 
     def site_folder(self, key: str) -> Path:
-        return self.root / str(key)
+        """Where a site's generations are staged on this machine."""
+        return self.root / STAGING / str(key)
 
     @contextmanager
     def staging(self, key: str, generation_id: int) -> Iterator[Path]:
-        """A private folder to write a generation into; whatever was not published is removed."""
-        folder = self.site_folder(key) / f"{STAGING_PREFIX}{generation_id}"
+        """A private folder to write a generation into; removed afterwards, whatever happens."""
+        folder = self.site_folder(key) / str(generation_id)
         # The caller holds the site's lease, so any other staging folder is what a killed run
         # (SIGKILL, out of memory) left: its `finally` never ran.
-        for left in self.site_folder(key).glob(f"{STAGING_PREFIX}*"):
-            shutil.rmtree(left, ignore_errors=True)
+        if self.site_folder(key).exists():
+            for left in self.site_folder(key).iterdir():
+                shutil.rmtree(left, ignore_errors=True)
         folder.mkdir(parents=True)
         try:
             yield folder
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
-    @contextmanager
-    def _lock(self, key: str) -> Iterator[None]:
-        folder = self.site_folder(key)
-        folder.mkdir(parents=True, exist_ok=True)
-        with open(folder / ".lock", "a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+    def publish(self, session: Session, key: str, generation_id: int, staged: Path,
+                entries: Sequence[Entry]) -> bool:
+        """Store the set's bodies not stored yet and its file list, and move the site's
+        published generation to it, in the session's transaction: the set goes live when the
+        caller commits. False (and nothing changed) when a newer one is published already.
 
-    def publish(self, key: str, generation_id: int, staged: Path) -> bool:
-        """Make a staged generation the published one; False if a newer one is already published."""
-        for path in staged.iterdir():
-            _fsync_path(path)
-        _fsync_path(staged)
-        site_folder = self.site_folder(key)
-        final = site_folder / f"g{generation_id}"
-        with self._lock(key):
-            current = self.current_generation(key)
-            if current is not None and current > generation_id:
-                shutil.rmtree(staged, ignore_errors=True)
-                return False
-            os.replace(staged, final)
-            link = site_folder / f".{CURRENT}-{generation_id}"
-            link.unlink(missing_ok=True)
-            link.symlink_to(final.name)
-            os.replace(link, site_folder / CURRENT)
-            _fsync_path(site_folder)
+        A staged body is also moved into this node's cache, so the worker serves it warm.
+        """
+        for entry in entries:
+            self._store_body(session, entry, staged)
+        stored = {row.digest: row.gzip_size for row in session.execute(
+            select(FileBody.digest, FileBody.gzip_size)
+            .where(FileBody.digest.in_({e.sha256 for e in entries})))}
+        if entries:  # a site without URLs publishes an empty set: nothing is served
+            session.execute(insert(StoredFile), [
+                {"generation_id": generation_id, "name": e.name, "kind": e.kind,
+                 "digest": e.sha256, "size": e.size,
+                 "gzip_size": None if e.gzip_size is None else stored[e.sha256],
+                 "lastmod": e.lastmod} for e in entries])
+        moved = session.execute(
+            update(Site).where(Site.storage_key == key, or_(
+                Site.published_generation_id.is_(None),
+                Site.published_generation_id < generation_id))
+            .values(published_generation_id=generation_id)
+            .execution_options(synchronize_session=False)).rowcount
+        if moved != 1:
+            session.execute(delete(StoredFile).where(StoredFile.generation_id == generation_id))
+            return False
+        def live() -> None:  # this process serves it at once, and this node keeps it on disk
+            self.forget(key)
+            self.published(key)
+
+        after_commit(session, live)
         return True
 
-    def current_generation(self, key: str) -> int | None:
-        """The id of the published generation, or None when nothing is published."""
-        try:
-            target = os.readlink(self.site_folder(key) / CURRENT)
-        except FileNotFoundError:
-            return None
-        return int(target.lstrip("g"))
+    def _store_body(self, session: Session, entry: Entry, staged: Path) -> None:
+        if session.get(FileBody, entry.sha256) is not None:
+            return
+        plain, packed = staged / entry.name, staged / f"{entry.name}.gz"
+        if not plain.exists():
+            raise MissingBody(f"the body of {entry.name} ({entry.sha256}) is neither stored "
+                              "nor staged")
+        if not packed.exists():  # the stylesheet is staged without a twin
+            with open(plain, "rb") as source, open(packed, "xb") as raw, gzip.GzipFile(
+                    filename="", mode="wb", fileobj=raw, compresslevel=GZIP_LEVEL,
+                    mtime=0) as out:
+                shutil.copyfileobj(source, out, PART_BYTES)
+        if not _insert_ignoring_duplicates(session, {
+                "digest": entry.sha256, "size": entry.size, "gzip_size": packed.stat().st_size,
+                "created_at": utcnow()}):
+            return  # another run stored it a moment ago
+        with open(packed, "rb") as handle:
+            position = 0
+            while data := handle.read(PART_BYTES):
+                session.execute(insert(FileBodyPart).values(
+                    digest=entry.sha256, position=position, data=data))
+                position += 1
+        # Content-addressed, so right in the cache even if this transaction rolls back; the
+        # staging folder is dropped after publishing, so its files are moved, not copied.
+        self.cache.place(entry.sha256, plain, packed)
 
-    def current_folder(self, key: str) -> Path | None:
-        """The folder of the published set, resolved once so all reads come from one generation."""
-        generation = self.current_generation(key)
-        return None if generation is None else self.site_folder(key) / f"g{generation}"
+    # Removing ------------------------------------------------------------------------------
 
     def remove(self, key: str) -> None:
-        """Stop serving a site's files, then delete them all."""
-        folder = self.site_folder(key)
-        with self._lock(key):
-            (folder / CURRENT).unlink(missing_ok=True)
-        shutil.rmtree(folder, ignore_errors=True)
+        """Stop serving a deleted site (its rows went with it) and drop the bodies no other
+        site's generation names."""
+        self.forget(key)
+        shutil.rmtree(self.site_folder(key), ignore_errors=True)
+        self.cache.forget(key)
+        try:
+            with self._sessions() as session:
+                self._drop_unnamed_bodies(session)
+        except SQLAlchemyError:
+            log.exception("cannot remove the bodies of a deleted site; the next prune will")
 
     def prune(self, key: str, keep: int) -> list[int]:
-        """Remove all but the newest `keep` generation folders (never the published one)."""
-        current = self.current_generation(key)
-        folder = self.site_folder(key)
-        if not folder.exists():
-            return []
-        kept = sorted((int(p.name[1:]) for p in folder.iterdir()
-                       if p.is_dir() and p.name[:1] == "g" and p.name[1:].isdigit()), reverse=True)
-        removed = [gen for gen in kept[keep:] if gen != current]
-        for generation in removed:
-            shutil.rmtree(folder / f"g{generation}", ignore_errors=True)
+        """Drop the file lists of all but the newest `keep` generations (never the published
+        one), then the bodies no generation names any more; the generations dropped."""
+        with self._sessions() as session:
+            site_id, current = session.execute(
+                select(Site.id, Site.published_generation_id).where(Site.storage_key == key)
+            ).one_or_none() or (None, None)
+            if site_id is None:
+                return []
+            kept = sorted(session.scalars(
+                select(StoredFile.generation_id).distinct()
+                .join(Generation, Generation.id == StoredFile.generation_id)
+                .where(Generation.site_id == site_id)), reverse=True)
+            removed = [generation for generation in kept[keep:] if generation != current]
+            if removed:
+                session.execute(delete(StoredFile).where(StoredFile.generation_id.in_(removed)))
+                session.commit()
+            self._drop_unnamed_bodies(session)
+        self._trim_quietly()
         return removed
+
+    @staticmethod
+    def _drop_unnamed_bodies(session: Session) -> None:
+        """Delete bodies no file list names. A run that is about to name one again (the same
+        content as a pruned file) makes this fail on the foreign key, or its own insert fail:
+        never a list naming a missing body. Left for the next prune then."""
+        unnamed = ~exists().where(StoredFile.digest == FileBody.digest)
+        try:
+            session.execute(delete(FileBodyPart).where(FileBodyPart.digest.in_(
+                select(FileBody.digest).where(unnamed))))
+            session.execute(delete(FileBody).where(unnamed))
+            session.commit()
+        except SQLAlchemyError:
+            session.rollback()
+            log.warning("bodies no longer named were left for the next prune", exc_info=True)
+
+    # Export --------------------------------------------------------------------------------
 
     def export(self, key: str, destination: Path) -> list[str]:
         """Copy the published set, gzip twins and stylesheet included, into `destination`.
@@ -236,20 +366,22 @@ class SitemapStore:
         written; the files an index lists are in place before the index; files that only an
         earlier export wrote (listed in EXPORT_MARKER) are removed, and nothing else is.
         """
-        published = self.published(key)
+        published = self.current_set(key)
         if published is None:
             return []
         destination.mkdir(parents=True, exist_ok=True)
-        entry_last = sorted(published.files.values(), key=lambda f: f.kind == "index")
-        sources = [path for f in entry_last for path in (
-            [f.path.with_name(f.name + ".gz"), f.path] if f.gzip_size is not None else [f.path])]
-        for source in sources:
-            handle, draft = tempfile.mkstemp(prefix=f".{source.name}.", dir=destination)
-            os.close(handle)
-            shutil.copy2(source, draft)
-            os.chmod(draft, PUBLIC_MODE)  # earlier generations wrote their index as 0600
-            os.replace(draft, destination / source.name)
-        names = sorted(source.name for source in sources)
+        names = []
+        for file in sorted(published.files.values(), key=lambda f: f.kind == "index"):
+            self.local(file)
+            copies = [(file.gzip_path, file.name + ".gz")] if file.gzip_size is not None else []
+            for source, name in [*copies, (file.path, file.name)]:
+                handle, draft = tempfile.mkstemp(prefix=f".{name}.", dir=destination)
+                os.close(handle)
+                shutil.copyfile(source, draft)
+                os.chmod(draft, PUBLIC_MODE)
+                os.replace(draft, destination / name)
+                names.append(name)
+        names.sort()
         marker = destination / EXPORT_MARKER.format(key=key)  # sites may share a folder
         try:
             earlier = json.loads(marker.read_text())

@@ -10,7 +10,7 @@ from webapp.db import get_session
 from webapp.errors import InvalidValue, NotFound
 from webapp.leases import SiteBusy
 from webapp.models import Delivery, Generation, utcnow
-from webapp.sitemaps import diff, get_store
+from webapp.sitemaps import MissingBody, diff, get_store
 from webapp.views.auth import require
 from webapp.views.dashboard import bp, load_site
 
@@ -31,7 +31,7 @@ def generations(slug):
     runs = get_session().scalars(select(Generation).where(Generation.site_id == site.id)
                                  .order_by(Generation.id.desc()).limit(100)).all()
     store = get_store(current_app)
-    kept = {run.id for run in runs if store.generation_set(site.storage_key, run.id)}
+    kept = store.kept_generations(site.storage_key)
     return render_template("dashboard/generations.html", site=site, runs=runs, kept=kept,
                            published=store.current_generation(site.storage_key))
 
@@ -50,7 +50,10 @@ def generation(slug, generation_id):
         Generation.status == "succeeded").order_by(Generation.id.desc()).limit(1))
     new = store.generation_set(site.storage_key, run.id)
     old = store.generation_set(site.storage_key, previous) if previous else None
-    changes = diff(old, new) if new and old else None
+    try:
+        changes = diff(old, new, store.local) if new and old else None
+    except MissingBody:  # pruned while the page was being made: as if no longer kept
+        changes = None
     return render_template("dashboard/generation.html", site=site, run=run, previous=previous,
                            changes=changes, kept=new is not None)
 

@@ -10,10 +10,18 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 
 from lxml import etree
+from sqlalchemy.exc import SQLAlchemyError
 from werkzeug.http import http_date, parse_date, parse_etags
 from werkzeug.wsgi import FileWrapper
 
-from webapp.sitemaps import STYLESHEET, PublishedFile, PublishedSet, SitemapStore, replace_file
+from webapp.sitemaps import (
+    STYLESHEET,
+    MissingBody,
+    PublishedFile,
+    PublishedSet,
+    SitemapStore,
+    replace_file,
+)
 from webapp.views.public.routes import SiteRoute, SiteRoutes, host_robots_txt, request_origin
 
 XML = "application/xml; charset=utf-8"
@@ -26,6 +34,7 @@ COMMON = [("Cache-Control", "no-cache"), ("X-Robots-Tag", "noindex"),
 VIEW_POLICY = ("default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; "
                "base-uri 'none'; form-action 'none'")
 BLOCK = 64 * 1024
+RECHECK = 0.1  # seconds: how stale the published generation may be when a name is unknown
 
 Headers = list[tuple[str, str]]
 Answer = tuple[str, Headers, Iterable[bytes]]
@@ -34,8 +43,8 @@ Answer = tuple[str, Headers, Iterable[bytes]]
 class FileMemory:
     """Bodies of recently served small files, up to a byte budget per process.
 
-    Published files never change (a new generation is a new folder), so a body read once can
-    be sent from memory until it is crowded out: one send instead of open, stat, seek and
+    Published bodies never change (a path names a digest), so a body read once can be sent
+    from memory until it is crowded out: one send instead of open, stat, seek and
     sendfile, each of which makes a worker thread queue again for the GIL.
     """
 
@@ -192,6 +201,10 @@ class PublicFiles:
         if published is None:
             return _text("404 Not Found", f"Site {route.slug!r} has no published sitemaps yet: "
                                           "nothing was generated, or the site has no URLs.\n")
+        if name not in published.files and name.removesuffix(".gz") not in published.files:
+            # Perhaps a file of a generation another node published within our TTL, listed in
+            # an index the crawler got there: look again, at most every RECHECK seconds.
+            published = self.store.published(route.storage_key, max_age=RECHECK) or published
         file = published.files.get(name)
         if file is not None:
             if file.gzip_size is None:
@@ -210,21 +223,21 @@ class PublicFiles:
         file = None if published is None else published.files.get(name)
         if file is None or file.kind not in ("urlset", "index"):
             return _text("404 Not Found", f"Site {route.slug!r} publishes no sitemap {name!r}.\n")
-        page = file.path.with_name(f".view-{file.name}.html")
+        folder, links = route.sitemap_url_folder, f"/sitemaps/{route.slug}/view/"
+        page = self.store.view_path(file, f"{folder}\n{links}")
         headers = [("Content-Type", "text/html; charset=utf-8"), *COMMON,
                    ("Content-Security-Policy", VIEW_POLICY)]
         try:
-            if not page.exists():  # rendered once per generation, then sent like any file
+            if not page.exists():  # rendered once per body and site, then sent like any file
                 with self._render_lock:
                     if not page.exists():
-                        html = render_html(file.path, route.sitemap_url_folder,
-                                           f"/sitemaps/{route.slug}/view/")
+                        html = render_html(self.store.local(file), folder, links)
                         try:
                             replace_file(page, html)
-                        except PermissionError:  # a read-only store: serve it, keep nothing
+                        except PermissionError:  # a read-only cache: serve it, keep nothing
                             return "200 OK", [*headers, ("Content-Length", str(len(html)))], [html]
             handle = open(page, "rb")
-        except FileNotFoundError:  # the generation was pruned meanwhile
+        except (FileNotFoundError, MissingBody, SQLAlchemyError):  # pruned meanwhile
             return _busy()
         return "200 OK", [*headers, ("Content-Length", str(os.fstat(handle.fileno()).st_size))], \
             environ.get("wsgi.file_wrapper", FileWrapper)(handle, BLOCK)
@@ -244,15 +257,21 @@ class PublicFiles:
             headers.append(("Content-Type", TYPES[file.kind]))
         if gzip_encoded:
             headers.append(("Content-Encoding", "gzip"))
-        path = file.path.with_name(file.name + ".gz") if gzip_twin else file.path
+        path = file.gzip_path if gzip_twin else file.path
         size = file.gzip_size if gzip_twin else file.size
         headers.append(("Content-Length", str(size)))
         body = self.memory.get(str(path), size)
+        if body is None and not path.exists():  # not in this node's cache yet
+            try:
+                self.store.local(file)
+            except (MissingBody, SQLAlchemyError):  # pruned after this set was read
+                return _busy()
+            body = self.memory.get(str(path), size)
         if body is not None:
             return "200 OK", headers, [body]
         try:
             handle = open(path, "rb")
-        except FileNotFoundError:  # pruned after this set was read: a newer one is live
+        except FileNotFoundError:  # trimmed from the cache a moment ago
             return _busy()
         return "200 OK", headers, environ.get("wsgi.file_wrapper", FileWrapper)(handle, BLOCK)
 
