@@ -22,9 +22,9 @@ import pytest
 from sqlalchemy import select
 from werkzeug import Response
 
-from tests.builders import make_site
+from tests.builders import make_site, make_urls
 from tests.test_notify import KEY, service_account_file
-from webapp import create_app, jobs, notify
+from webapp import create_app, jobs, leases, notify
 from webapp.models import Delivery, Generation, utcnow
 from webapp.sitemaps import get_store
 from webapp.sites import update_site
@@ -407,3 +407,25 @@ def test_a_record_that_gave_up_does_not_say_it_will_try_again(app_with, session,
     assert record.status == "failed"
     # A record that gave up must not say it will try again (`notifications list`, dashboard).
     assert "will try again" not in record.outcome, record.outcome
+
+
+def test_a_run_whose_last_commit_fails_is_recorded_failed_and_publishes_nothing(
+        app, session, monkeypatch):
+    """The run's outcome, its published set and the lease's release are one commit: when that
+    commit fails, nothing of the set goes live, the run says why, and the lease is free."""
+    site = make_site(session)
+    make_urls(session, site, 3)
+    release, calls = leases.release, []
+
+    def refusing(*args, **kwargs):
+        calls.append(kwargs)
+        if len(calls) == 1:
+            raise RuntimeError("the database refused the commit")
+        return release(*args, **kwargs)
+
+    monkeypatch.setattr(leases, "release", refusing)
+    generation = jobs.regenerate(site.id, app)
+    assert generation.status == "failed" and "refused the commit" in generation.error
+    session.expire_all()
+    assert (site.run_owner, site.published_generation_id) == (None, None)
+    assert get_store(app).current_generation(site.storage_key) is None

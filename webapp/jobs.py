@@ -51,7 +51,8 @@ def _start(session: Session, site: Site, **fields) -> Generation:
 
 def _recorded_run(app: Flask, session: Session, site: Site, generation: Generation,
                   work: Callable[[Callable[[], None]], Published]) -> Generation:
-    """Run `work` and record how it ended, whatever happens.
+    """Run `work` and record how it ended, whatever happens; the caller's next commit (the
+    lease's release) writes the outcome and, in the same transaction, publishes the set.
 
     `work` gets a function to call just before the new set goes live: it commits the run's
     records first, so a published set always has them.
@@ -74,10 +75,10 @@ def _recorded_run(app: Flask, session: Session, site: Site, generation: Generati
             generation.error = f"interrupted ({type(exc).__name__})"
         generation.status = "failed"
         generation.finished_at = utcnow()
-        session.commit()
         if not isinstance(exc, Exception):
+            session.commit()
             raise
-        return generation
+        return generation  # committed with the lease's release
     if result.unchanged:
         generation.status = "unchanged"  # same bytes as the published set: nothing to do
     else:
@@ -87,10 +88,7 @@ def _recorded_run(app: Flask, session: Session, site: Site, generation: Generati
     generation.bytes = result.bytes
     generation.error = None  # a run taken for dead while it was slow finished after all
     generation.finished_at = utcnow()
-    session.commit()
-    if result.published:
-        get_store(app).prune(site.storage_key, app.config["SITEMAP_KEEP_GENERATIONS"])
-    return generation
+    return generation  # committed, and the set published, with the lease's release
 
 
 def _leased(app: Flask, site_id: int, run: Callable[[Session, Site], Generation],
@@ -112,13 +110,30 @@ def _leased(app: Flask, site_id: int, run: Callable[[Session, Site], Generation]
         generation = None
         try:
             if when is not None and not when(session, site):
+                session.rollback()  # the claim was never committed: nothing to give back
                 return None
             with leases.Keeper(lambda: new_session(app), site_id, owner):
                 generation = run(session, site)
-                return generation
-        finally:
+        except BaseException:
             session.rollback()
             leases.release(session, site_id, owner, **_after(generation))
+            raise
+        # One commit: the run's outcome, the published set (sitemaps.publish) and the lease.
+        values = _after(generation)
+        try:
+            leases.release(session, site_id, owner, **values)
+        except Exception as exc:  # the commit failed: nothing of it was published
+            session.rollback()
+            log.exception("generation %s of site %s could not be committed", generation.id,
+                          site.slug)
+            session.execute(update(Generation).where(Generation.id == generation.id).values(
+                status="failed", finished_at=utcnow(),
+                error=f"{type(exc).__name__}: {exc}"[:2000]))
+            leases.release(session, site_id, owner, retry_at=utcnow() + RETRY_AFTER_FAILURE)
+            session.refresh(generation)
+    if generation.status == "succeeded":
+        get_store(app).prune(site.storage_key, app.config["SITEMAP_KEEP_GENERATIONS"])
+    return generation
 
 
 def _after(generation: Generation | None) -> dict:

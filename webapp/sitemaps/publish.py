@@ -335,19 +335,28 @@ class SitemapStore:
                 .join(Generation, Generation.id == StoredFile.generation_id)
                 .where(Generation.site_id == site_id)), reverse=True)
             removed = [generation for generation in kept[keep:] if generation != current]
-            if removed:
-                session.execute(delete(StoredFile).where(StoredFile.generation_id.in_(removed)))
-                session.commit()
-            self._drop_unnamed_bodies(session)
+            if not removed:
+                return []  # the common case: nothing to drop, nothing to look for
+            named = set(session.scalars(select(StoredFile.digest).where(
+                StoredFile.generation_id.in_(removed))))
+            session.execute(delete(StoredFile).where(StoredFile.generation_id.in_(removed)))
+            session.commit()
+            self._drop_unnamed_bodies(session, named)
         self._trim_quietly()
         return removed
 
     @staticmethod
-    def _drop_unnamed_bodies(session: Session) -> None:
-        """Delete bodies no file list names. A run that is about to name one again (the same
-        content as a pruned file) makes this fail on the foreign key, or its own insert fail:
-        never a list naming a missing body. Left for the next prune then."""
+    def _drop_unnamed_bodies(session: Session, among: set[str] | None = None) -> None:
+        """Delete bodies no file list names (of `among`, the bodies the dropped lists named:
+        a prune looks at those only, not at every body of every site). A run that is about to
+        name one again (the same content as a pruned file) makes this fail on the foreign key,
+        or its own insert fail: never a list naming a missing body. Left for the next prune
+        then (a site's removal looks at every body)."""
         unnamed = ~exists().where(StoredFile.digest == FileBody.digest)
+        if among is not None:
+            if not among:
+                return
+            unnamed = unnamed & FileBody.digest.in_(among)
         try:
             session.execute(delete(FileBodyPart).where(FileBodyPart.digest.in_(
                 select(FileBody.digest).where(unnamed))))
