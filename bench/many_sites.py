@@ -9,12 +9,15 @@ a schema of its own, dropped at the end):
 1. 2,000 sites of 100 URLs, loaded in bulk, each generated one after another with
    `jobs.regenerate(site_id, app)`, against one site of 200,000 URLs generated once (target:
    the 2,000 runs take at most 3x the one; `--profile N` prints the top of a cProfile of N
-   more small sites' runs: where the per-site time goes). Then the median time of the first
+   more small sites' runs: where the per-site time goes), and 2,000 more shared by two worker
+   processes (target: at most 0.6x the time of one). Then the median time of the first
    page of `GET /api/v1/sites` (100 sites), of a page 90% deep (by cursor), and the time to
    walk the whole list.
 2. 10,000 sites and 1,000,000 URLs among them, each site with a run and every tenth with
-   announcements: the same API figures, and the dashboard's sites page (first page, deep, two
-   searches, each sort) rendered through the app, signed in (target: each under 300 ms).
+   announcements: a scheduler tick with every site due, deciding and queueing them on the
+   broker (--redis URL or TEST_REDIS_URL; else the embedded one; target: under 1 s); the same
+   API figures, and the dashboard's sites page (first page, deep, two searches, each sort)
+   rendered through the app, signed in (target: each under 300 ms).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import multiprocessing
 import os
 import pstats
 import re
@@ -127,12 +131,14 @@ def add_sites(url: str, first: int, count: int, urls_each: int, history: bool = 
            urls_each, when(n, 2)) for n in ids if n % 10 == 0 for engine in ("indexnow", "gsc")))
 
 
-def make_app(url: str, folder: Path):
+def make_app(url: str, folder: Path, broker: str | None = None):
     from webapp import create_app
 
     return create_app({"DATABASE_URL": url, "SECRET_KEY": "bench",
                        "INSTANCE_PATH": str(folder / "instance"),
-                       "SITEMAPS_DIR": str(folder / "sitemaps"), "API_RATE_LIMIT": 1_000_000})
+                       "SITEMAPS_DIR": str(folder / "sitemaps"), "API_RATE_LIMIT": 1_000_000,
+                       "CELERY_BROKER_URL": broker or "",
+                       "CELERY_QUEUE": f"bench-{uuid.uuid4().hex}"})
 
 
 def api_client(app):
@@ -243,6 +249,58 @@ def generation_figures(app, url: str, small: int, urls_each: int, big_urls: int,
     return many, one, profiled
 
 
+def _regenerate_share(url: str, folder: str, site_ids: list[int]) -> None:
+    """One worker's share of the sites, in a process of its own (as a Celery worker runs)."""
+    from webapp import jobs
+
+    app = make_app(url, Path(folder))
+    for site_id in site_ids:
+        run = jobs.regenerate(site_id, app)
+        assert run.status == "succeeded", (site_id, run.status, run.error)
+    app.extensions["db_engine"].dispose()
+
+
+def two_workers(url: str, folder: Path, first: int, count: int, urls_each: int) -> float:
+    """Seconds for two processes to generate `count` more small sites, half each."""
+    add_sites(url, first, count, urls_each, history=False)
+    ids = list(range(first, first + count))
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_regenerate_share,
+                               args=(url, str(folder / f"worker-{n}"), ids[n::2]))
+               for n in range(2)]
+    start = time.perf_counter()
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+        assert worker.exitcode == 0
+    return time.perf_counter() - start
+
+
+def clock_tick(app, url: str) -> tuple[int, float, float]:
+    """Every site due at once: (sites queued, seconds of the tick that decides and queues
+    them, seconds of the next tick, which finds them all queued already)."""
+    from sqlalchemy import create_engine, text
+
+    from webapp import scheduler
+
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        connection.execute(text("UPDATE sites SET schedule = 'every 6h', next_run_at = NULL, "
+                                "run_queued_until = NULL"))
+    engine.dispose()
+    start = time.perf_counter()
+    queued = scheduler.enqueue_due_sites(app)
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    again = scheduler.enqueue_due_sites(app)
+    assert again == []
+    took_again = time.perf_counter() - start
+    with app.extensions["celery"].connection_for_write() as connection:
+        connection.default_channel.queue_delete(app.config["CELERY_QUEUE"])  # nobody takes them
+    return len(queued), first, took_again
+
+
 def measure(kind: str, server_url: str | None, folder: Path, args) -> list[str]:
     lines = []
     label = f"bench_many_{os.getpid()}"
@@ -266,6 +324,10 @@ def measure(kind: str, server_url: str | None, folder: Path, args) -> list[str]:
                      f"{many / one:.2f}x (target <= 3x)")
         if profiled:
             lines.append(f"{kind:10} profile of {args.profile} more small sites' runs:\n{profiled}")
+        both = two_workers(url, folder / "a", 10 * args.small_sites, args.small_sites,
+                           args.urls_per_site)
+        lines.append(f"{kind:10} generation: the same with two worker processes {both:.2f} s, "
+                     f"{both / many:.2f}x of one (target <= 0.6x)")
         app.extensions["db_engine"].dispose()
 
         # 2. 10,000 sites and 1,000,000 URLs: the API list and the dashboard's sites page.
@@ -273,7 +335,11 @@ def measure(kind: str, server_url: str | None, folder: Path, args) -> list[str]:
         start = time.perf_counter()
         add_sites(url, 1, args.many_sites, args.urls_per_site)
         loaded = time.perf_counter() - start
-        app = make_app(url, folder / "b")
+        app = make_app(url, folder / "b", broker=args.redis)
+        count, first, again = clock_tick(app, url)
+        lines.append(f"{kind:10} {args.many_sites:>6} scheduler tick with every site due: "
+                     f"{count} queued in {first * 1000:.0f} ms (target < 1 s), the next tick "
+                     f"{again * 1000:.0f} ms; broker {'Redis' if args.redis else 'embedded'}")
         figures = api_figures(app, args.many_sites, args.rounds)
         lines.append(f"{kind:10} {args.many_sites:>6} {args.many_sites * args.urls_per_site:>9}"
                      f" API list  first page {figures['first page'] * 1000:7.1f} ms, 90% deep "
@@ -304,6 +370,8 @@ def main() -> None:
                         help="profile N of the small sites' runs and print the top entries")
     parser.add_argument("--postgresql", default=os.environ.get("TEST_POSTGRESQL_URL"),
                         help="also measure on this PostgreSQL database, in a schema of its own")
+    parser.add_argument("--redis", default=os.environ.get("TEST_REDIS_URL"),
+                        help="the broker of the scheduler tick (default: the embedded one)")
     parser.add_argument("--sqlite", action=argparse.BooleanOptionalAction, default=True,
                         help="measure on SQLite (--no-sqlite: PostgreSQL only)")
     args = parser.parse_args()
