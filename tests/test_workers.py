@@ -10,22 +10,25 @@ from __future__ import annotations
 import io
 import os
 import signal
+import socket
 import subprocess
+import threading
 import uuid
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 import requests
-from sqlalchemy import select
+from sqlalchemy import func, select, update
 
 from tests.builders import free_port, make_site, make_urls
 from tests.conftest import ROOT
+from tests.test_dashboard import as_role  # noqa: F401 - a fixture
 from tests.probes import AppProcesses, wait_for
 from tests.test_notify import KEY, posted
 from webapp import create_app, leases, tasks
 from webapp.db import new_session
-from webapp.models import Generation, Site, utcnow
+from webapp.models import Generation, Site, Task, utcnow
 from webapp.sitemaps import get_store
 from webapp.tokens import create_token
 from webapp.urls import import_urls, save_url
@@ -291,3 +294,101 @@ def test_a_task_delivered_twice_does_its_work_once(app, session):
     celery.tasks["webapp.regenerate_due"].apply(([site.id],))
     assert [g.status for g in generations(session, site)] == ["succeeded"]
     assert tasks.read(session, task_id)["status"] == "done"
+
+
+class SilentBroker:
+    """A server that takes connections and never answers: a Redis that hangs."""
+
+    def __init__(self):
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.held: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            self.held.append(connection)
+
+    def close(self) -> None:
+        self.listener.close()
+        for connection in self.held:
+            connection.close()
+
+
+def test_a_broker_that_hangs_fails_the_request_in_seconds_not_never(app, session, tmp_path):
+    """A Redis that takes the connection and says nothing: asking for work, and writing URLs
+    (whose commit queues a run), answer within the broker's timeouts."""
+    site = make_site(session, change_delay=0)
+    user = create_user(session, "editor@example.com", "a long enough password 1", "editor")
+    _, secret = create_token(session, user, "cms", "write", None)
+    session.commit()
+    silent = SilentBroker()
+    hung = node(app, tmp_path / "hung", CELERY_BROKER_URL=f"redis://127.0.0.1:{silent.port}/0")
+    headers = {"Authorization": f"Bearer {secret}"}
+    answers: dict[str, object] = {}
+
+    def ask() -> None:
+        client = hung.test_client()
+        answers["generate"] = client.post("/api/v1/sites/shop/generate", headers=headers)
+        answers["write"] = client.post("/api/v1/sites/shop/urls", headers=headers, json={
+            "urls": [{"loc": f"{site.base_url}while-the-broker-hangs"}]})
+
+    try:
+        asking = threading.Thread(target=ask, daemon=True)
+        asking.start()
+        wait_for(lambda: not asking.is_alive(), 60, "the requests to be answered")
+    finally:
+        silent.close()
+        hung.extensions["db_engine"].dispose()
+    assert answers["generate"].status_code == 503, answers["generate"].json
+    assert "queue is unreachable" in answers["generate"].json["error"]["message"]
+    assert answers["write"].status_code == 200  # stored; the clock queues its run later
+    session.expire_all()
+    assert site.run_queued_until is None  # not marked as queued: the clock will find it
+
+
+def test_a_task_coming_back_hours_after_its_worker_died_is_not_run_again(app, session):
+    """Redis gives a dead worker's message out again after its visibility timeout: by then
+    the task's page has long said it failed, and an import run again would undo later edits."""
+    site = make_site(session)
+    make_urls(session, site, 3)
+    stale = tasks.start(session, app, "regenerate", site)  # eager: runs at commit...
+    session.commit()
+    session.execute(update(Task).where(Task.id == stale).values(
+        status="running", worker="another-machine:1:dead",
+        heartbeat_at=utcnow() - timedelta(hours=3)))
+    session.commit()
+    before = len(generations(session, site))
+    tasks.celery_of(app).tasks["webapp.regenerate_now"].apply((stale, site.id))
+    assert len(generations(session, site)) == before  # ...but not again, hours later
+    assert tasks.read(session, stale)["status"] == "failed"
+
+
+def test_a_task_no_worker_takes_says_so(app, session):
+    site = make_site(session)
+    task = Task(id=uuid.uuid4().hex, kind="regenerate", site_id=site.id, site_label="shop",
+                status="queued", done=0, message="", created_at=utcnow() - timedelta(minutes=3))
+    session.add(task)
+    session.commit()
+    state = tasks.read(session, task.id)
+    assert state["status"] == "queued" and "is a worker running" in state["message"]
+
+
+def test_an_upload_too_large_for_a_task_record_is_refused_with_the_way_round(
+        app, session, as_role, monkeypatch):
+    from webapp.views.dashboard import urls as dashboard_urls
+
+    make_site(session)
+    monkeypatch.setattr(dashboard_urls, "MAX_PAYLOAD", 1 << 10)
+    client = as_role("editor")
+    answer = client.post("/sites/shop/import", data={
+        "csrf_token": client.csrf, "file": (io.BytesIO(os.urandom(64 << 10)), "urls.csv")},
+        content_type="multipart/form-data")
+    assert answer.status_code == 422
+    assert "urls import SITE FILE" in answer.text
+    assert session.scalar(select(func.count()).select_from(Task)) == 0  # nothing recorded

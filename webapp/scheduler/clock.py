@@ -82,8 +82,8 @@ def enqueue_delivery(app: Flask) -> None:
 
 
 def _database_may_fail(job: Callable[[Flask], object]) -> Callable[[Flask], None]:
-    """While the database is unreachable, each tick says so in one line and the next tick
-    tries again: the process keeps running and recovers by itself."""
+    """While the database or the task queue is unreachable, each tick says so in one line and
+    the next tick tries again: the process keeps running and recovers by itself."""
 
     @functools.wraps(job)
     def tick(app: Flask) -> None:
@@ -93,6 +93,8 @@ def _database_may_fail(job: Callable[[Flask], object]) -> Callable[[Flask], None
             reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
             log.warning("%s: the database is unreachable (%s); trying again at the next tick",
                         job.__name__, reason)
+        except tasks.QueueUnavailable as exc:
+            log.warning("%s: %s; trying again at the next tick", job.__name__, exc)
 
     return tick
 

@@ -17,6 +17,9 @@ from celery.signals import worker_process_init
 from flask import Flask
 
 
+BROKER_TIMEOUT = 3.0  # seconds a broker may take to answer before a request gives up
+
+
 def embedded_broker(app: Flask) -> tuple[str, dict]:
     """A broker in the instance folder (kombu's filesystem transport): nothing to install,
     enough for processes on one machine. Messages are files moved in and out of one folder."""
@@ -37,8 +40,12 @@ def make_celery(app: Flask, tasks: dict) -> Celery:
         url, options = embedded_broker(app)
     elif url.startswith(("redis://", "rediss://")):
         # A task that runs longer than this is handed to another worker as well: longer than
-        # any run, so only a dead worker's tasks are given out again.
-        options = {"visibility_timeout": 3 * 3600}
+        # any run, so only a dead worker's tasks are given out again. A Redis that accepts
+        # connections but does not answer fails a request in seconds instead of hanging it.
+        options = {"visibility_timeout": 3 * 3600, "socket_timeout": BROKER_TIMEOUT,
+                   "socket_connect_timeout": BROKER_TIMEOUT}
+    elif url.startswith(("amqp://", "amqps://", "pyamqp://")):
+        options = {"read_timeout": BROKER_TIMEOUT, "write_timeout": BROKER_TIMEOUT}
 
     class AppTask(Task):
         def __call__(self, *args, **kwargs):
@@ -48,7 +55,7 @@ def make_celery(app: Flask, tasks: dict) -> Celery:
     celery = Celery(app.import_name, task_cls=AppTask, set_as_current=False)
     celery.conf.update(
         broker_url=url, broker_transport_options=options,
-        broker_connection_retry_on_startup=True,
+        broker_connection_retry_on_startup=True, broker_connection_timeout=BROKER_TIMEOUT,
         task_default_queue=app.config["CELERY_QUEUE"], task_serializer="json", accept_content=["json"],
         task_ignore_result=True,  # outcomes are kept in the database (Generation, Task, ledger)
         task_acks_late=True, task_reject_on_worker_lost=True,

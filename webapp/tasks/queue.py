@@ -26,7 +26,7 @@ QUEUED_GRACE = timedelta(minutes=5)
 # large enough that a tick over thousands of sites sends a few hundred messages.
 BATCH = 50
 # Publishing gives up after this many tries, so a request does not hang on a broker that is down.
-PUBLISH_RETRY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.5,
+PUBLISH_RETRY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5,
                  "interval_max": 1}
 
 

@@ -8,7 +8,7 @@ import uuid
 from datetime import datetime, timedelta
 
 from flask import Flask
-from sqlalchemy import delete, select, update
+from sqlalchemy import and_, delete, or_, select, update
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
@@ -20,6 +20,7 @@ KEEP = timedelta(days=7)  # finished tasks are shown this long
 # A running task whose worker has not written for this long stopped with its worker (on
 # another machine; on the same one, a gone process is seen at once).
 SILENT = timedelta(minutes=10)
+UNTAKEN = timedelta(minutes=2)  # queued this long: the page asks whether a worker runs
 QUICK_MS, BUSY_MS = 50, 30_000  # SQLite's wait for the write lock: progress, and as db.py sets
 
 
@@ -74,10 +75,15 @@ class Progress:
 def begin(app: Flask, task_id: str) -> Progress | None:
     """Mark the task running (again, when a dead worker's task is given out anew); None when
     there is no such task or it has finished already (a second delivery of the message)."""
-    owner = leases.new_owner()
+    owner, now = leases.new_owner(), utcnow()
     with new_session(app) as session:
+        # A task given out again soon after its worker died runs again; one that comes back
+        # hours later (Redis's visibility timeout) does not: its page has long said it failed,
+        # and an old import run again would undo the edits made since.
         claimed = session.execute(
-            update(Task).where(Task.id == task_id, Task.status.in_(("queued", "running")))
+            update(Task).where(Task.id == task_id, or_(
+                Task.status == "queued",
+                and_(Task.status == "running", Task.heartbeat_at > now - SILENT)))
             .values(status="running", worker=owner, started_at=utcnow(), heartbeat_at=utcnow(),
                     done=0, total=None)).rowcount
         session.commit()
@@ -113,9 +119,13 @@ def as_dict(task: Task) -> dict:
              "message": task.message, "result": task.result or {},
              "created_at": task.created_at, "started_at": task.started_at,
              "finished_at": task.finished_at}
-    if _stopped(task, utcnow()):
+    now = utcnow()
+    if _stopped(task, now):
         state.update(status="failed", message="the worker running it stopped; it will be "
-                     "given to another worker if its message is delivered again")
+                     "given to another worker if its message is delivered again soon")
+    elif task.status == "queued" and task.created_at + UNTAKEN < now:
+        state["message"] = (f"no worker has taken it for {int(UNTAKEN.total_seconds() // 60)} "
+                            "minutes: is a worker running (`flask --app webapp worker`)?")
     return state
 
 

@@ -71,7 +71,10 @@ def regenerate_due(site_ids: list[int] | int) -> None:
             log.exception("the run of site %s failed", site_id)
             continue
         if generation is not None:
-            queue.enqueue(app, "deliver", site_id=site_id)
+            try:
+                queue.enqueue(app, "deliver", site_id=site_id)
+            except queue.QueueUnavailable as exc:  # the clock queues deliveries that are due
+                log.warning("site %s: delivery not queued (%s)", site_id, exc)
         queue.again_when_ready(app, site_id)
 
 

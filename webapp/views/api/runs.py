@@ -42,7 +42,10 @@ def _started(kind: str, site: Site):
     session = get_session()
     task_id = tasks.start(session, current_app._get_current_object(), kind, site)
     session.commit()
-    response = jsonify(task_json(tasks.read(session, task_id)))
+    state = tasks.read(session, task_id)
+    if state["status"] == "failed":  # the queue did not take it: nothing will happen
+        raise ApiError(503, state["message"], headers={"Retry-After": "30"})
+    response = jsonify(task_json(state))
     response.status_code = 202
     response.headers["Location"] = url_for("api.task_get", task_id=task_id)
     return response

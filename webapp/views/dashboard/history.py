@@ -97,8 +97,13 @@ def announcement_retry(slug, delivery_id):
         flash(str(exc))
     else:
         session.commit()
-        tasks.enqueue(current_app._get_current_object(), "deliver", only=[delivery_id])
-        session.expire_all()
-        flash(f"Announcement #{delivery_id} is sent again by a worker; now: {delivery.status}. "
-              f"{delivery.outcome or ''}")
+        try:
+            tasks.enqueue(current_app._get_current_object(), "deliver", only=[delivery_id])
+        except tasks.QueueUnavailable:  # due now: the clock queues its delivery
+            flash(f"Announcement #{delivery_id} is due again; the task queue is unreachable "
+                  "now, so it goes out with the next delivery.")
+        else:
+            session.expire_all()
+            flash(f"Announcement #{delivery_id} is sent again by a worker; now: "
+                  f"{delivery.status}. {delivery.outcome or ''}")
     return redirect(url_for("dashboard.announcements", slug=slug))

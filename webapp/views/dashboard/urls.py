@@ -213,6 +213,9 @@ def urls_import(slug):
     return redirect(url_for("dashboard.task", task_id=task_id))
 
 
+MAX_PAYLOAD = 256 << 20  # compressed bytes an upload may take to a worker in its task record
+
+
 def _compressed_upload(upload, pasted: str) -> bytes:
     """What to import, gzip-compressed for the task's record: a worker on any machine reads it
     from there. Compressed as it is read, through a temporary file, never whole in memory
@@ -226,5 +229,10 @@ def _compressed_upload(upload, pasted: str) -> bytes:
             else:
                 raise ImportFormatError("choose a file, paste some URLs, or give a sitemap's "
                                         "address")
+        if spool.tell() > MAX_PAYLOAD:
+            raise ImportFormatError(
+                f"the file is {spool.tell() >> 20} MB even compressed; the dashboard hands "
+                f"at most {MAX_PAYLOAD >> 20} MB to a worker: import it with `flask --app "
+                "webapp urls import SITE FILE` on the server")
         spool.seek(0)
         return spool.read()
