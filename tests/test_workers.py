@@ -23,8 +23,8 @@ from sqlalchemy import func, select, update
 
 from tests.builders import free_port, make_site, make_urls
 from tests.conftest import ROOT
-from tests.test_dashboard import as_role  # noqa: F401 - a fixture
 from tests.probes import AppProcesses, wait_for
+from tests.test_dashboard import as_role  # noqa: F401 - a fixture
 from tests.test_notify import KEY, posted
 from webapp import create_app, leases, tasks
 from webapp.db import new_session

@@ -6,12 +6,12 @@ import uuid
 from datetime import UTC, datetime
 
 from sqlalchemy import (
+    JSON,
     BigInteger,
     Boolean,
     Float,
     ForeignKey,
     Index,
-    JSON,
     Integer,
     LargeBinary,
     String,

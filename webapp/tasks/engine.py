@@ -16,7 +16,6 @@ from celery import Celery, Task
 from celery.signals import worker_process_init
 from flask import Flask
 
-
 BROKER_TIMEOUT = 3.0  # seconds a broker may take to answer before a request gives up
 
 
