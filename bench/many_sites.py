@@ -336,10 +336,6 @@ def measure(kind: str, server_url: str | None, folder: Path, args) -> list[str]:
         add_sites(url, 1, args.many_sites, args.urls_per_site)
         loaded = time.perf_counter() - start
         app = make_app(url, folder / "b", broker=args.redis)
-        count, first, again = clock_tick(app, url)
-        lines.append(f"{kind:10} {args.many_sites:>6} scheduler tick with every site due: "
-                     f"{count} queued in {first * 1000:.0f} ms (target < 1 s), the next tick "
-                     f"{again * 1000:.0f} ms; broker {'Redis' if args.redis else 'embedded'}")
         figures = api_figures(app, args.many_sites, args.rounds)
         lines.append(f"{kind:10} {args.many_sites:>6} {args.many_sites * args.urls_per_site:>9}"
                      f" API list  first page {figures['first page'] * 1000:7.1f} ms, 90% deep "
@@ -351,6 +347,11 @@ def measure(kind: str, server_url: str | None, folder: Path, args) -> list[str]:
             lines.append(f"{kind:10} {args.many_sites:>6} {args.many_sites * args.urls_per_site:>9}"
                          f" sites page  {name:24} {took * 1000:7.1f} ms"
                          f"{'' if took < 0.3 else '  OVER the 300 ms target'}")
+        # Last: it rewrites every site's row, which the pages above should not pay for.
+        count, first, again = clock_tick(app, url)
+        lines.append(f"{kind:10} {args.many_sites:>6} scheduler tick with every site due: "
+                     f"{count} queued in {first * 1000:.0f} ms (target < 1 s), the next tick "
+                     f"{again * 1000:.0f} ms; broker {'Redis' if args.redis else 'embedded'}")
         app.extensions["db_engine"].dispose()
     finally:
         if server_url:
