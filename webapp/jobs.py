@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from flask import Flask, current_app
-from sqlalchemy import case, update
+from sqlalchemy import case, or_, select, update
 from sqlalchemy.orm import Session
 
 from webapp import leases, notify
@@ -227,6 +227,17 @@ def due(site, now: datetime) -> tuple[bool, bool]:
     changed = site.change_seq > site.generated_seq and (quiet or overdue) and (
         site.retry_at is None or site.retry_at <= now)
     return scheduled, changed
+
+
+def due_site_ids(session: Session, now: datetime, *where) -> list[int]:
+    """Ids of the sites due at `now` (of those matching `where`), read from the few columns
+    `due` needs, with no object per site."""
+    rows = session.execute(select(
+        Site.id, Site.schedule, Site.next_run_at, Site.changed_at, Site.change_delay,
+        Site.pending_since, Site.change_seq, Site.generated_seq, Site.retry_at).where(
+        or_(Site.schedule != "off", Site.change_seq > Site.generated_seq), *where)
+        .order_by(Site.id)).all()
+    return [row.id for row in rows if any(due(row, now))]
 
 
 def changes_ready_at(site: Site) -> datetime | None:

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from flask import Flask
-from sqlalchemy import or_, select
+from sqlalchemy import select
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session
 
@@ -49,12 +49,7 @@ def run_due_sites(app: Flask, now: datetime | None = None) -> list[Generation]:
 
 def _due_ids(app: Flask, now: datetime) -> list[int]:
     with new_session(app) as session:
-        rows = session.execute(select(
-            Site.id, Site.schedule, Site.next_run_at, Site.changed_at, Site.change_delay,
-            Site.pending_since, Site.change_seq, Site.generated_seq, Site.retry_at).where(
-            or_(Site.schedule != "off", Site.change_seq > Site.generated_seq))
-            .order_by(Site.id)).all()
-    return [row.id for row in rows if any(jobs.due(row, now))]
+        return jobs.due_site_ids(session, now)
 
 
 def enqueue_due_sites(app: Flask, now: datetime | None = None) -> list[int]:

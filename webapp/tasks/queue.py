@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from celery import Celery
 from flask import Flask
 from kombu.exceptions import OperationalError as BrokerError
-from sqlalchemy import or_, select, update
+from sqlalchemy import or_, update
 from sqlalchemy.orm import Session
 
 from webapp import jobs
@@ -137,14 +137,10 @@ def again_when_ready(app: Flask, site_id: int) -> None:
 
 def queue_due(app: Flask, now: datetime) -> list[int]:
     """The clock's part: queue a regeneration of every site that is due and has none queued;
-    the ids queued. Due-ness is read from a few columns, with no object per site."""
-    columns = (Site.id, Site.schedule, Site.next_run_at, Site.changed_at, Site.change_delay,
-               Site.pending_since, Site.change_seq, Site.generated_seq, Site.retry_at)
+    the ids queued."""
     with new_session(app) as session:
-        rows = session.execute(select(*columns).where(
-            or_(Site.run_queued_until.is_(None), Site.run_queued_until < now - QUEUED_GRACE),
-            or_(Site.schedule != "off", Site.change_seq > Site.generated_seq))).all()
-        due = [row.id for row in rows if any(jobs.due(row, now))]
+        due = jobs.due_site_ids(session, now, or_(
+            Site.run_queued_until.is_(None), Site.run_queued_until < now - QUEUED_GRACE))
         won = mark(session, due, now, now)
     queued: list[int] = []
     batches = [won[i:i + BATCH] for i in range(0, len(won), BATCH)]
