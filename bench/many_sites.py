@@ -6,11 +6,13 @@ and generating many small sites against one large one.
 For each database (SQLite; PostgreSQL too with --postgresql URL or TEST_POSTGRESQL_URL, each in
 a schema of its own, dropped at the end):
 
-1. 2,000 sites of 100 URLs, loaded in bulk, each generated one after another with
-   `jobs.regenerate(site_id, app)`, against one site of 200,000 URLs generated once (target:
-   the 2,000 runs take at most 3x the one; `--profile N` prints the top of a cProfile of N
-   more small sites' runs: where the per-site time goes), and 2,000 more shared by two worker
-   processes (target: at most 0.6x the time of one). Then the median time of the first
+1. 2,000 sites of 100 URLs, loaded in bulk, all due, generated as a worker's regenerate_due
+   task generates them (`jobs.generate_many_if_due`, a batch of `queue.BATCH` sites at a time),
+   against one site of 200,000 URLs generated once (target: the 2,000 take at most 3x the
+   one); 2,000 more with their announcements planned too (`jobs.regenerate_many_if_due`);
+   `--profile N` prints the top of a cProfile of N more small sites' runs (where the per-site
+   time goes); and 2,000 more shared by two worker processes, a batch each in turn (target:
+   at most 0.6x the time of one). Then the median time of the first
    page of `GET /api/v1/sites` (100 sites), of a page 90% deep (by cursor), and the time to
    walk the whole list.
 2. 10,000 sites and 1,000,000 URLs among them, each site with a run and every tenth with
@@ -217,15 +219,41 @@ DASHBOARD_PAGES = {
 }
 
 
+def _due(url: str, first: int, count: int) -> list[int]:
+    """Make sites first..first+count-1 due on their schedule; their ids."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        connection.execute(text("UPDATE sites SET schedule = 'every 6h', next_run_at = NULL "
+                                "WHERE id >= :first AND id < :end"),
+                           {"first": first, "end": first + count})
+    engine.dispose()
+    return list(range(first, first + count))
+
+
+def _in_batches(app, site_ids: list[int], announce: bool = False) -> None:
+    """Run the sites as the worker's regenerate_due task does: a batch of queue.BATCH sites
+    at a time (with `announce`, their announcements planned too)."""
+    from webapp import jobs
+    from webapp.tasks.queue import BATCH
+
+    run = jobs.regenerate_many_if_due if announce else jobs.generate_many_if_due
+    for start in range(0, len(site_ids), BATCH):
+        batch = site_ids[start:start + BATCH]
+        outcome = run(batch, app)
+        assert set(outcome.values()) == {"succeeded"}, outcome
+
+
 def generation_figures(app, url: str, small: int, urls_each: int, big_urls: int, profile: int):
-    """Seconds to generate sites 1..`small` one after another, and one site of `big_urls`;
-    with `profile`, the top of a profile of as many more small sites' first runs."""
+    """Seconds to generate sites 1..`small` as workers do (in batches), the same for as many
+    more with their announcements planned, and one site of `big_urls`; with `profile`, the top
+    of a profile of as many more small sites' runs."""
     from webapp import jobs
 
+    ids = _due(url, 1, small)
     start = time.perf_counter()
-    for site_id in range(1, small + 1):
-        run = jobs.regenerate(site_id, app)
-        assert run.status == "succeeded", (site_id, run.status, run.error)
+    _in_batches(app, ids)
     many = time.perf_counter() - start
     big_id = small + 1
     add_sites(url, big_id, 1, big_urls, history=False)
@@ -233,40 +261,50 @@ def generation_figures(app, url: str, small: int, urls_each: int, big_urls: int,
     run = jobs.regenerate(big_id, app)
     one = time.perf_counter() - start
     assert run.status == "succeeded" and run.url_count == big_urls, (run.status, run.error)
+    add_sites(url, big_id + 1, small, urls_each, history=False)
+    ids = _due(url, big_id + 1, small)
+    start = time.perf_counter()
+    _in_batches(app, ids, announce=True)
+    announced = time.perf_counter() - start
     profiled = None
     if profile:
-        add_sites(url, big_id + 1, profile, urls_each, history=False)
+        first = big_id + 1 + small
+        add_sites(url, first, profile, urls_each, history=False)
+        ids = _due(url, first, profile)
         profiler = cProfile.Profile()
         profiler.enable()
-        for site_id in range(big_id + 1, big_id + 1 + profile):
-            jobs.regenerate(site_id, app)
+        _in_batches(app, ids)
         profiler.disable()
         out = io.StringIO()
         stats = pstats.Stats(profiler, stream=out)
         stats.sort_stats("cumulative").print_stats(r"webapp/", 16)  # the app's own steps
         stats.sort_stats("tottime").print_stats(12)  # and what they spend it on
         profiled = re.sub(r"\n{3,}", "\n\n", out.getvalue())
-    return many, one, profiled
+    return many, announced, one, profiled
 
 
 def _regenerate_share(url: str, folder: str, site_ids: list[int]) -> None:
     """One worker's share of the sites, in a process of its own (as a Celery worker runs)."""
-    from webapp import jobs
-
     app = make_app(url, Path(folder))
-    for site_id in site_ids:
-        run = jobs.regenerate(site_id, app)
-        assert run.status == "succeeded", (site_id, run.status, run.error)
+    _in_batches(app, site_ids)
     app.extensions["db_engine"].dispose()
 
 
+def _share(ids: list[int], n: int) -> list[int]:
+    from webapp.tasks.queue import BATCH
+
+    return [site_id for start in range(n * BATCH, len(ids), 2 * BATCH)
+            for site_id in ids[start:start + BATCH]]
+
+
 def two_workers(url: str, folder: Path, first: int, count: int, urls_each: int) -> float:
-    """Seconds for two processes to generate `count` more small sites, half each."""
+    """Seconds for two processes to generate `count` more small sites, half each (a batch
+    from each in turn, as the clock hands them out)."""
     add_sites(url, first, count, urls_each, history=False)
-    ids = list(range(first, first + count))
+    ids = _due(url, first, count)
     context = multiprocessing.get_context("spawn")
     workers = [context.Process(target=_regenerate_share,
-                               args=(url, str(folder / f"worker-{n}"), ids[n::2]))
+                               args=(url, str(folder / f"worker-{n}"), _share(ids, n)))
                for n in range(2)]
     start = time.perf_counter()
     for worker in workers:
@@ -311,7 +349,7 @@ def measure(kind: str, server_url: str | None, folder: Path, args) -> list[str]:
         add_sites(url, 1, args.small_sites, args.urls_per_site, history=False)
         loaded = time.perf_counter() - start
         app = make_app(url, folder / "a")
-        many, one, profiled = generation_figures(app, url, args.small_sites, args.urls_per_site,
+        many, announced, one, profiled = generation_figures(app, url, args.small_sites, args.urls_per_site,
                                                  args.big_site, args.profile)
         figures = api_figures(app, args.small_sites, args.rounds)  # every site has a run now
         lines.append(f"{kind:10} {args.small_sites:>6} {args.small_sites * args.urls_per_site:>9}"
@@ -319,9 +357,12 @@ def measure(kind: str, server_url: str | None, folder: Path, args) -> list[str]:
                      f"{figures['90% deep'] * 1000:7.1f} ms, all {figures['pages']} pages "
                      f"{figures['walk all']:.2f} s  (loaded in {loaded:.1f} s)")
         lines.append(f"{kind:10} generation: {args.small_sites} sites x {args.urls_per_site} URLs"
-                     f" one after another {many:.2f} s ({many / args.small_sites * 1000:.1f} ms a "
-                     f"site); one site of {args.big_site:,} URLs {one:.2f} s; ratio "
+                     f" in the worker's batches {many:.2f} s ({many / args.small_sites * 1000:.2f} "
+                     f"ms a site); one site of {args.big_site:,} URLs {one:.2f} s; ratio "
                      f"{many / one:.2f}x (target <= 3x)")
+        lines.append(f"{kind:10} generation and announcements planned: {args.small_sites} more "
+                     f"sites {announced:.2f} s ({announced / args.small_sites * 1000:.2f} ms a "
+                     f"site), {announced / one:.2f}x the one site")
         if profiled:
             lines.append(f"{kind:10} profile of {args.profile} more small sites' runs:\n{profiled}")
         both = two_workers(url, folder / "a", 10 * args.small_sites, args.small_sites,

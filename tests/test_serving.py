@@ -330,7 +330,7 @@ def test_the_stylesheet_has_validators_that_last_while_it_is_unchanged(app, clie
 
 def test_last_modified_is_never_later_than_the_response(app, client, session):
     # Runs within one second date each generation a second after the last (generate's
-    # _later_than); a clock set back does the same. RFC 9110 8.8.2.1: then say "now".
+    # later_than); a clock set back does the same. RFC 9110 8.8.2.1: then say "now".
     site = make_site(session)
     make_urls(session, site, 2)
     tomorrow = datetime.now(UTC) + timedelta(days=1)

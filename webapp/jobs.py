@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from flask import Flask, current_app
-from sqlalchemy import case, or_, select, update
+from sqlalchemy import bindparam, case, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from webapp import leases, notify
@@ -29,6 +29,7 @@ from webapp.sitemaps import (
     get_store,
     republish_site,
 )
+from webapp.sitemaps.small_sites import is_small, publish_small_sites, write_small_sites
 from webapp.urls import committed_change_seq
 
 log = logging.getLogger(__name__)
@@ -257,8 +258,13 @@ def regenerate_if_due(site_id: int, app: Flask | None = None,
 
     None when nothing was due, or another process is generating the site."""
     app = app or current_app._get_current_object()
-    now = now or utcnow()
+    generation = _generate_if_due(site_id, app, now or utcnow())
+    if generation is not None and generation.status in ("succeeded", "unchanged"):
+        _announce(app, site_id)
+    return generation
 
+
+def _generate_if_due(site_id: int, app: Flask, now: datetime) -> Generation | None:
     def still_due(session: Session, site: Site) -> bool:
         scheduled, changed = due(site, now)
         if scheduled:  # committed with the run's first record
@@ -266,12 +272,128 @@ def regenerate_if_due(site_id: int, app: Flask | None = None,
         return scheduled or changed
 
     try:
-        generation = regenerate(site_id, app, when=still_due)
+        return regenerate(site_id, app, when=still_due)
     except SiteBusy:
         return None  # another process is on it
-    if generation is not None and generation.status in ("succeeded", "unchanged"):
+
+
+def regenerate_many_if_due(site_ids: list[int], app: Flask | None = None,
+                           now: datetime | None = None) -> dict[int, str | None]:
+    """`regenerate_if_due` for a batch of sites (generate_many_if_due), then the planning of
+    their announcements."""
+    app = app or current_app._get_current_object()
+    outcome = generate_many_if_due(site_ids, app, now)
+    for site_id, status in outcome.items():
+        if status in ("succeeded", "unchanged"):
+            _announce(app, site_id)
+    return outcome
+
+
+def generate_many_if_due(site_ids: list[int], app: Flask | None = None,
+                         now: datetime | None = None) -> dict[int, str | None]:
+    """The scheduled and after-change runs of a batch of sites: the small ones
+    (sitemaps.small_sites) are generated together in one transaction, the others one by one,
+    as are all of them should the batch fail. Per site, how its run ended (None: nothing was
+    due, another process has it, or it failed before it could be recorded, which is logged)."""
+    app = app or current_app._get_current_object()
+    now = now or utcnow()
+    try:
+        outcome = _regenerate_small_sites(app, site_ids, now)
+    except Exception:
+        log.exception("the batch of %d sites failed; each is run on its own", len(site_ids))
+        outcome = {}
+    for site_id in site_ids:
+        if site_id in outcome:
+            continue
         try:
-            notify.announce(site_id, app)
-        except Exception:  # planned again after the next generation
-            log.exception("announcements of site %s could not be planned", site_id)
-    return generation
+            generation = _generate_if_due(site_id, app, now)
+        except NotFound:
+            generation = None  # deleted meanwhile
+        except Exception:  # recorded on the generation; the other sites go on
+            log.exception("the run of site %s failed", site_id)
+            generation = None
+        outcome[site_id] = None if generation is None else generation.status
+    return outcome
+
+
+def _regenerate_small_sites(app: Flask, site_ids: list[int], now: datetime,
+                            ) -> dict[int, str | None]:
+    """Of `site_ids`, generate those due and small in one transaction (with their leases);
+    per site decided here, the status of its run or None when it was not due. Sites another
+    process holds, and those not small, are left out, for `regenerate_if_due`."""
+    owner = leases.new_owner()
+    store = get_store(app)
+    with new_session(app) as session:
+        claimed = leases.claim_many(session, site_ids, now, owner)
+        sites = session.scalars(select(Site).where(Site.id.in_(claimed)).order_by(Site.id)).all()
+        outcome: dict[int, str | None] = {}
+        scheduled: set[int] = set()
+        small = []
+        for site in sites:
+            on_schedule, changed = due(site, now)
+            if not (on_schedule or changed):
+                outcome[site.id] = None
+            elif is_small(site):
+                small.append(site)
+                if on_schedule:
+                    scheduled.add(site.id)
+        runs, _ = write_small_sites(session, small, now)
+        statuses = _record_small_runs(session, store, runs)
+        for run in runs:
+            if run.site.id in scheduled:
+                run.site.next_run_at = next_run(run.site.schedule, run.site.timezone, now)
+        seq = bindparam("seq")
+        leases.release_many(
+            session, owner, [{"site": run.site.id, "seq": run.site.change_seq} for run in runs],
+            generated_seq=seq, retry_at=None,
+            pending_since=case((Site.change_seq > seq, Site.changed_at), else_=None))
+        run_ids = {run.site.id for run in runs}
+        leases.release_many(session, owner, [{"site": site_id} for site_id in claimed
+                                             if site_id not in run_ids])
+        session.commit()
+        live = [run.site.storage_key for run, status in zip(runs, statuses)
+                if status == "succeeded"]
+        outcome.update({run.site.id: status for run, status in zip(runs, statuses)})
+    for key in live:
+        store.forget(key)
+    if live:
+        store.prune_many(live, app.config["SITEMAP_KEEP_GENERATIONS"])
+    return outcome
+
+
+def _record_small_runs(session: Session, store, runs) -> list[str]:
+    """Record the generations of `runs` as finished and publish their sets, in the session's
+    transaction, with one statement per table for all of them; the status of each run."""
+    if not runs:
+        return []
+    now = utcnow()
+    site_ids = [run.site.id for run in runs]
+    session.execute(update(Generation).where(
+        Generation.site_id.in_(site_ids), Generation.status.in_(("running", "publishing")),
+    ).values(status="failed", finished_at=now, error="interrupted: the run stopped unfinished"))
+    statuses = ["unchanged" if run.unchanged else "succeeded" for run in runs]
+    session.connection().execute(insert(Generation.__table__), [
+        {"site_id": run.site.id, "status": status, "started_at": now, "finished_at": now,
+         "change_seq": run.site.change_seq, "layout": run.layout,
+         "url_count": run.file.url_count, "file_count": 1, "bytes": run.file.bytes,
+         "error": None, "rollback_of": None} for run, status in zip(runs, statuses)])
+    # The sites' leases are held: each one's newest generation is the one just recorded.
+    ids = dict(session.execute(select(Generation.site_id, func.max(Generation.id))
+                               .where(Generation.site_id.in_(site_ids))
+                               .group_by(Generation.site_id)).all())
+    live = publish_small_sites(session, store, [(run, ids[run.site.id]) for run in runs
+                                                if not run.unchanged])
+    superseded = [ids[run.site.id] for run in runs
+                  if not run.unchanged and run.site.id not in live]
+    if superseded:  # a newer set is published already
+        session.execute(update(Generation).where(Generation.id.in_(superseded))
+                        .values(status="superseded"))
+    return ["superseded" if ids[run.site.id] in superseded else status
+            for run, status in zip(runs, statuses)]
+
+
+def _announce(app: Flask, site_id: int) -> None:
+    try:
+        notify.announce(site_id, app)
+    except Exception:  # planned again after the next generation
+        log.exception("announcements of site %s could not be planned", site_id)

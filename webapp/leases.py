@@ -19,7 +19,7 @@ import threading
 import uuid
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, or_, select, update
 from sqlalchemy.orm import Session
 
 from webapp.models import Site, utcnow
@@ -75,6 +75,44 @@ def claim(session: Session, site_id: int, now: datetime, owner: str,
         session.commit()
 
 
+def claim_many(session: Session, site_ids: list[int], now: datetime, owner: str) -> list[int]:
+    """Take the leases of those of `site_ids` that no one holds (or whose lease lapsed),
+    uncommitted: the caller's next commit carries them, and the rows stay locked until then.
+    A site another transaction has locked is skipped, not waited for (PostgreSQL), as is one
+    whose lease is held; the ids taken, in order."""
+    ids = sorted(set(site_ids))
+    if session.get_bind().dialect.name == "postgresql":  # SQLite has one writer at a time
+        ids = list(session.scalars(select(Site.id).where(Site.id.in_(ids)).order_by(Site.id)
+                                   .with_for_update(skip_locked=True)))
+    if not ids:
+        return []
+    return sorted(session.scalars(
+        update(Site).where(Site.id.in_(ids), or_(
+            Site.run_owner.is_(None), Site.run_lease_until.is_(None),
+            Site.run_lease_until <= now))
+        .values(run_owner=owner, run_lease_until=now + length(session)).returning(Site.id)
+        .execution_options(synchronize_session=False)))
+
+
+def claim_many(session: Session, site_ids: list[int], now: datetime, owner: str) -> list[int]:
+    """Take the leases of those of `site_ids` that no one holds (or whose lease lapsed),
+    uncommitted: the caller's next commit carries them, and the rows stay locked until then.
+    A site another transaction has locked is skipped, not waited for (PostgreSQL), as is one
+    whose lease is held; the ids taken, in order."""
+    ids = sorted(set(site_ids))
+    if ids and session.get_bind().dialect.name == "postgresql":  # SQLite: one writer at once
+        ids = list(session.scalars(select(Site.id).where(Site.id.in_(ids)).order_by(Site.id)
+                                   .with_for_update(skip_locked=True)))
+    if not ids:
+        return []
+    return sorted(session.scalars(
+        update(Site).where(Site.id.in_(ids), or_(
+            Site.run_owner.is_(None), Site.run_lease_until.is_(None),
+            Site.run_lease_until <= now))
+        .values(run_owner=owner, run_lease_until=now + length(session)).returning(Site.id)
+        .execution_options(synchronize_session=False)))
+
+
 def length(session: Session) -> timedelta:
     return LEASE if session.get_bind().dialect.name == "sqlite" else SHORT_LEASE
 
@@ -123,3 +161,12 @@ def release(session: Session, site_id: int, owner: str, **values) -> None:
                     .values(run_owner=None, run_lease_until=None, **values)
                     .execution_options(synchronize_session=False))
     session.commit()
+
+
+def release_many(session: Session, owner: str, params: list[dict], **values) -> None:
+    """Give back the leases of many sites in one statement, uncommitted: `params` holds, per
+    site, its id as "site" and the bind parameters that `values` refer to."""
+    if params:
+        session.connection().execute(
+            update(Site).where(Site.id == bindparam("site"), Site.run_owner == owner)
+            .values(run_owner=None, run_lease_until=None, **values), params)

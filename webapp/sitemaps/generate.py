@@ -62,7 +62,7 @@ def _rename(folder: Path, built: BuiltFile, name: str) -> None:
     built.name = name
 
 
-def _later_than(previous: dict[str, GenerationFile], stamp: str) -> str:
+def later_than(previous: dict[str, GenerationFile], stamp: str) -> str:
     """`stamp`, or one second after the newest lastmod published if that is not earlier.
 
     A lastmod has whole seconds: two runs within one second would otherwise publish the same
@@ -75,27 +75,27 @@ def _later_than(previous: dict[str, GenerationFile], stamp: str) -> str:
     return stamp
 
 
-def _carry_lastmods(files: list[BuiltFile], previous: dict[str, GenerationFile], stamp: str) -> None:
+def carry_lastmods(files: list[BuiltFile], previous: dict[str, GenerationFile], stamp: str) -> None:
     """A file keeps its lastmod while its content is unchanged, so crawlers can skip it."""
     for built in files:
         before = previous.get(built.name)
         built.lastmod = before.lastmod if before and before.sha256 == built.sha256 else stamp
 
 
-def _stylesheet(name: str) -> Entry:
+def stylesheet_entry(name: str) -> Entry:
     """The stylesheet's entry in a set; its lastmod is given when the set is dated."""
     data = STYLESHEET.read_bytes()
     return Entry(name, "stylesheet", hashlib.sha256(data).hexdigest(), len(data), None, None)
 
 
-def _dated_stylesheet(served: PublishedSet | None, stylesheet: Entry | None,
-                      stamp: str) -> Entry | None:
-    """The stylesheet's lastmod (its Last-Modified), kept while its bytes are unchanged."""
+def dated_stylesheet(before: tuple[str, datetime | None] | None, stylesheet: Entry | None,
+                     stamp: str) -> Entry | None:
+    """The stylesheet's lastmod (its Last-Modified), kept while its bytes are unchanged from
+    those served (`before`: their digest and lastmod)."""
     if stylesheet is None:
         return None
-    before = served.files.get(stylesheet.name) if served else None
-    lastmod = normalize_lastmod(before.lastmod) if before and before.lastmod and \
-        before.sha256 == stylesheet.sha256 else stamp
+    lastmod = normalize_lastmod(before[1]) if before and before[1] and \
+        before[0] == stylesheet.sha256 else stamp
     return stylesheet._replace(lastmod=lastmod)
 
 
@@ -113,12 +113,12 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
     `progress(done, total)` hears how many URLs are written, every 10,000.
     """
     limits = limits or Limits(max_urls=site.max_urls_per_file)
-    stem = _entry_name(site).removesuffix(".xml")
+    stem = entry_name(site).removesuffix(".xml")
     images = uses(session, site.id, UrlImage)
     alternates = uses(session, site.id, UrlAlternate)
     stylesheet = f"{stem}.xsl" if site.stylesheet else None
     header = urlset_open(images, alternates, stylesheet)
-    generation.layout = incremental.layout(site, header, limits, _entry_name(site))
+    generation.layout = incremental.layout(site, header, limits, entry_name(site))
     reuse = incremental.plan(session, site, generation.layout, lambda generation_id: (
         generation_id in store.kept_generations(site.storage_key)))
     with store.staging(site.storage_key, generation.id) as folder:
@@ -144,9 +144,9 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
         elif stylesheet:
             shutil.copyfile(STYLESHEET, folder / stylesheet)
         if len(files) == 1:
-            _rename(folder, files[0], _entry_name(site))
+            _rename(folder, files[0], entry_name(site))
         return _finish(session, site, generation, store, folder, files,
-                       _stylesheet(stylesheet) if stylesheet else None, limits, now,
+                       stylesheet_entry(stylesheet) if stylesheet else None, limits, now,
                        before_publish)
 
 
@@ -174,7 +174,7 @@ def republish_site(session: Session, site: Site, generation: Generation, store: 
                        Limits(max_urls=site.max_urls_per_file), now, before_publish)
 
 
-def _entry_name(site: Site) -> str:
+def entry_name(site: Site) -> str:
     return site.sitemap_url.rsplit("/", 1)[-1]
 
 
@@ -184,14 +184,14 @@ def _finish(session: Session, site: Site, generation: Generation, store: Sitemap
     """Date the urlset files, add the index, record the set and publish it, unless it is
     exactly what is published already."""
     previous_id, previous = _previous_files(session, site.id)
-    stamp = _later_than(previous, normalize_lastmod(now or utcnow()))
-    _carry_lastmods(files, previous, stamp)
+    stamp = later_than(previous, normalize_lastmod(now or utcnow()))
+    carry_lastmods(files, previous, stamp)
     if len(files) > 1:
         base = directory(site.sitemap_url)
-        index = write_index(folder, _entry_name(site),
+        index = write_index(folder, entry_name(site),
                             [(base + f.name, f.lastmod) for f in files], limits,
                             stylesheet.name if stylesheet else None)
-        _carry_lastmods([index], previous, stamp)
+        carry_lastmods([index], previous, stamp)
         files.append(index)
     url_count = sum(f.url_count for f in files if f.kind == "urlset")
     digests = {f.name: f.sha256 for f in files}
@@ -205,7 +205,8 @@ def _finish(session: Session, site: Site, generation: Generation, store: Sitemap
         last_url_id=f.last_url_id, lastmod=f.lastmod) for f in files)
     session.flush()
     entries = [Entry(f.name, f.kind, f.sha256, f.bytes, f.gzip_bytes, f.lastmod) for f in files]
-    stylesheet = _dated_stylesheet(served, stylesheet, stamp)
+    before = served.files.get(stylesheet.name) if served and stylesheet else None
+    stylesheet = dated_stylesheet(before and (before.sha256, before.lastmod), stylesheet, stamp)
     before_publish()
     published = store.publish(session, site.storage_key, generation.id, folder,
                               entries + ([stylesheet] if stylesheet else []))

@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
-from sqlalchemy import delete, exists, insert, or_, select, update
+from sqlalchemy import case, delete, exists, insert, or_, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 from werkzeug.http import http_date
@@ -75,21 +75,36 @@ def same_as_published(published: PublishedSet | None, generation_id: int | None,
     (or none): the caller has checked that the sitemap files have that generation's digests."""
     if published is None or published.generation != generation_id:
         return False
-    served = [f for f in published.files.values() if f.kind == "stylesheet"]
-    if stylesheet is None:
-        return not served
-    return [(f.name, f.sha256) for f in served] == [(stylesheet.name, stylesheet.sha256)]
+    return same_stylesheet([(f.name, f.sha256) for f in published.files.values()
+                            if f.kind == "stylesheet"], stylesheet)
+
+
+def same_stylesheet(served: list[tuple[str, str]], stylesheet: Entry | None) -> bool:
+    """Whether the (name, digest) of the stylesheets served are those of `stylesheet`."""
+    return served == ([(stylesheet.name, stylesheet.sha256)] if stylesheet else [])
+
+
+class NewSet(NamedTuple):
+    """A set to publish whose bodies are stored: a site's generation and its files."""
+
+    key: str
+    generation_id: int
+    entries: Sequence[Entry]
+
+
+def _insert_ignoring_conflicts(session: Session):
+    """An INSERT into file_bodies in the session's dialect, which can skip rows that exist."""
+    if session.get_bind().dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert
+    return dialect_insert(FileBody.__table__)
 
 
 def _insert_ignoring_duplicates(session: Session, values: dict) -> bool:
     """Insert a body's row unless one exists (or another transaction is inserting it: then
     wait for that one); whether this call inserted it."""
-    dialect = session.get_bind().dialect.name
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as dialect_insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert as dialect_insert
-    statement = dialect_insert(FileBody.__table__).values(**values).on_conflict_do_nothing(
+    statement = _insert_ignoring_conflicts(session).values(**values).on_conflict_do_nothing(
         index_elements=["digest"]).returning(FileBody.__table__.c.digest)
     return session.execute(statement).first() is not None
 
@@ -256,30 +271,68 @@ class SitemapStore:
         """
         for entry in entries:
             self._store_body(session, entry, staged)
-        stored = {row.digest: row.gzip_size for row in session.execute(
-            select(FileBody.digest, FileBody.gzip_size)
-            .where(FileBody.digest.in_({e.sha256 for e in entries})))}
-        if entries:  # a site without URLs publishes an empty set: nothing is served
-            session.execute(insert(StoredFile), [
-                {"generation_id": generation_id, "name": e.name, "kind": e.kind,
-                 "digest": e.sha256, "size": e.size,
-                 "gzip_size": None if e.gzip_size is None else stored[e.sha256],
-                 "lastmod": e.lastmod} for e in entries])
-        moved = session.execute(
-            update(Site).where(Site.storage_key == key, or_(
-                Site.published_generation_id.is_(None),
-                Site.published_generation_id < generation_id))
-            .values(published_generation_id=generation_id)
-            .execution_options(synchronize_session=False)).rowcount
-        if moved != 1:
-            session.execute(delete(StoredFile).where(StoredFile.generation_id == generation_id))
+        if not self.publish_stored(session, [NewSet(key, generation_id, entries)]):
             return False
+
         def live() -> None:  # this process serves it at once, and this node keeps it on disk
             self.forget(key)
             self.published(key)
 
         after_commit(session, live)
         return True
+
+    def publish_stored(self, session: Session, sets: Sequence[NewSet]) -> set[str]:
+        """Record the file lists of sets whose bodies are stored, and move each site's
+        published generation to its set unless a newer one is published already, in the
+        session's transaction; the keys of the sites whose set goes live at the commit.
+
+        A few statements for any number of sets: many small sites are published at once.
+        """
+        if not sets:
+            return set()
+        digests = {e.sha256 for s in sets for e in s.entries}
+        stored = dict(session.execute(select(FileBody.digest, FileBody.gzip_size)
+                                      .where(FileBody.digest.in_(digests))).all()) if digests else {}
+        rows = [{"generation_id": s.generation_id, "name": e.name, "kind": e.kind,
+                 "digest": e.sha256, "size": e.size,
+                 "gzip_size": None if e.gzip_size is None else stored[e.sha256],
+                 "lastmod": e.lastmod} for s in sets for e in s.entries]
+        if rows:  # a site without URLs publishes an empty set: nothing is served
+            session.connection().execute(insert(StoredFile.__table__), rows)
+        target = case({s.key: s.generation_id for s in sets}, value=Site.storage_key)
+        moved = set(session.scalars(
+            update(Site).where(Site.storage_key.in_([s.key for s in sets]), or_(
+                Site.published_generation_id.is_(None), Site.published_generation_id < target))
+            .values(published_generation_id=target).returning(Site.storage_key)
+            .execution_options(synchronize_session=False)))
+        stale = [s.generation_id for s in sets if s.key not in moved]
+        if stale:
+            session.execute(delete(StoredFile).where(StoredFile.generation_id.in_(stale)))
+        return moved
+
+    def store_bodies(self, session: Session, bodies: dict[str, tuple[int, bytes]]) -> None:
+        """Store the bodies given in memory (digest: (size, gzip bytes)) that are not stored
+        yet, in the session's transaction: small files, a few statements for all of them."""
+        if not bodies:
+            return
+        known = set(session.scalars(select(FileBody.digest)
+                                    .where(FileBody.digest.in_(bodies))))
+        new = sorted(set(bodies) - known)
+        if not new:
+            return
+        now = utcnow()
+        inserted = {row.digest for row in session.execute(
+            _insert_ignoring_conflicts(session).values([
+                {"digest": digest, "size": bodies[digest][0],
+                 "gzip_size": len(bodies[digest][1]), "created_at": now} for digest in new])
+            .on_conflict_do_nothing(index_elements=["digest"])
+            .returning(FileBody.__table__.c.digest))}
+        parts = [{"digest": digest, "position": position,
+                  "data": bodies[digest][1][start:start + PART_BYTES]}
+                 for digest in sorted(inserted)
+                 for position, start in enumerate(range(0, len(bodies[digest][1]), PART_BYTES))]
+        if parts:
+            session.connection().execute(insert(FileBodyPart.__table__), parts)
 
     def _store_body(self, session: Session, entry: Entry, staged: Path) -> None:
         if session.get(FileBody, entry.sha256) is not None:
@@ -322,19 +375,27 @@ class SitemapStore:
             log.exception("cannot remove the bodies of a deleted site; the next prune will")
 
     def prune(self, key: str, keep: int) -> list[int]:
-        """Drop the file lists of all but the newest `keep` generations (never the published
-        one), then the bodies no generation names any more; the generations dropped."""
+        """Drop the file lists of all but the newest `keep` generations of the site (never the
+        published one), then the bodies no generation names any more; the generations dropped."""
+        return self.prune_many([key], keep)
+
+    def prune_many(self, keys: Sequence[str], keep: int) -> list[int]:
+        """`prune` for many sites, with a few statements for all of them."""
         with self._sessions() as session:
-            site_id, current = session.execute(
-                select(Site.id, Site.published_generation_id).where(Site.storage_key == key)
-            ).one_or_none() or (None, None)
-            if site_id is None:
+            sites = session.execute(select(Site.id, Site.published_generation_id)
+                                    .where(Site.storage_key.in_(keys))).all()
+            if not sites:
                 return []
-            kept = sorted(session.scalars(
-                select(StoredFile.generation_id).distinct()
-                .join(Generation, Generation.id == StoredFile.generation_id)
-                .where(Generation.site_id == site_id)), reverse=True)
-            removed = [generation for generation in kept[keep:] if generation != current]
+            current = {site_id: published for site_id, published in sites}
+            kept: dict[int, list[int]] = {}
+            for site_id, generation in session.execute(
+                    select(Generation.site_id, StoredFile.generation_id).distinct()
+                    .join(Generation, Generation.id == StoredFile.generation_id)
+                    .where(Generation.site_id.in_(current))):
+                kept.setdefault(site_id, []).append(generation)
+            removed = [generation for site_id, generations in kept.items()
+                       for generation in sorted(generations, reverse=True)[keep:]
+                       if generation != current[site_id]]
             if not removed:
                 return []  # the common case: nothing to drop, nothing to look for
             named = set(session.scalars(select(StoredFile.digest).where(

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from celery import Celery
 from flask import Flask
 from kombu.exceptions import OperationalError as BrokerError
-from sqlalchemy import or_, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from webapp import jobs
@@ -91,10 +91,11 @@ def mark(session: Session, site_ids: list[int], until: datetime, now: datetime) 
     return won
 
 
-def unmark(app: Flask, site_id: int) -> None:
-    """The site's queued regeneration has started: a change from now on queues another."""
+def unmark(app: Flask, site_ids: int | list[int]) -> None:
+    """The sites' queued regeneration has started: a change from now on queues another."""
+    ids = [site_ids] if isinstance(site_ids, int) else site_ids
     with new_session(app) as session:
-        session.execute(update(Site).where(Site.id == site_id).values(run_queued_until=None))
+        session.execute(update(Site).where(Site.id.in_(ids)).values(run_queued_until=None))
         session.commit()
 
 
@@ -124,15 +125,16 @@ def soon(app: Flask, site_id: int) -> None:
         _queue_run(app, site_id, max((ready - now).total_seconds(), 0), now)
 
 
-def again_when_ready(app: Flask, site_id: int) -> None:
-    """After a run: changes that wait but are not ready yet get a run queued for when they
+def again_when_ready(app: Flask, site_ids: list[int]) -> None:
+    """After runs: changes that wait but are not ready yet get a run queued for when they
     are (those ready now were queued by their own commit, or the clock finds them)."""
     with new_session(app) as session:
-        site = session.get(Site, site_id)
-        ready = None if site is None else jobs.changes_ready_at(site)
+        ready = {site.id: jobs.changes_ready_at(site) for site in session.scalars(
+            select(Site).where(Site.id.in_(site_ids), Site.change_seq > Site.generated_seq))}
     now = utcnow()
-    if ready is not None and ready > now:
-        _queue_run(app, site_id, (ready - now).total_seconds(), now)
+    for site_id, when in ready.items():
+        if when is not None and when > now:
+            _queue_run(app, site_id, (when - now).total_seconds(), now)
 
 
 def queue_due(app: Flask, now: datetime) -> list[int]:

@@ -57,25 +57,20 @@ def _recorded(task_id: str, work: Callable[[records.Progress], str]) -> None:
 
 
 def regenerate_due(site_ids: list[int] | int) -> None:
-    """The scheduled or after-change runs of some sites, one after another, each followed by
-    the sending of its announcements. The clock hands sites over in small batches: ten
-    thousand due sites are a few hundred messages, not ten thousand."""
+    """The scheduled or after-change runs of some sites, then the sending of their
+    announcements. The clock hands sites over in small batches: ten thousand due sites are a
+    few hundred messages, not ten thousand, and the small sites of a batch are generated
+    together (jobs.regenerate_many_if_due)."""
     app = _app()
-    for site_id in [site_ids] if isinstance(site_ids, int) else site_ids:
-        queue.unmark(app, site_id)  # from now on, a new change enqueues a run of its own
+    ids = [site_ids] if isinstance(site_ids, int) else list(site_ids)
+    queue.unmark(app, ids)  # from now on, a new change enqueues a run of its own
+    ran = jobs.regenerate_many_if_due(ids, app)
+    if any(status is not None for status in ran.values()):
         try:
-            generation = jobs.regenerate_if_due(site_id, app)
-        except NotFound:
-            continue  # the site was deleted meanwhile
-        except Exception:  # recorded on the generation; the other sites go on
-            log.exception("the run of site %s failed", site_id)
-            continue
-        if generation is not None:
-            try:
-                queue.enqueue(app, "deliver", site_id=site_id)
-            except queue.QueueUnavailable as exc:  # the clock queues deliveries that are due
-                log.warning("site %s: delivery not queued (%s)", site_id, exc)
-        queue.again_when_ready(app, site_id)
+            queue.enqueue(app, "deliver")
+        except queue.QueueUnavailable as exc:  # the clock queues deliveries that are due
+            log.warning("delivery of %d sites' announcements not queued (%s)", len(ids), exc)
+    queue.again_when_ready(app, ids)
 
 
 def deliver(site_id: int | None = None, only: list[int] | None = None) -> None:

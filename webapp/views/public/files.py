@@ -108,7 +108,7 @@ def _busy() -> Answer:
 
 def _not_after_now(file: PublishedFile) -> str:
     """The file's Last-Modified, or now if that is later (RFC 9110 8.8.2.1): a lastmod may
-    run a second ahead of the clock for each run within one second (generate._later_than)."""
+    run a second ahead of the clock for each run within one second (generate.later_than)."""
     now = time.time()
     return file.last_modified if file.lastmod.timestamp() <= now else http_date(now)
 

@@ -1,0 +1,253 @@
+"""Small sites generated together (sitemaps.small_sites, jobs.generate_many_if_due): the same
+files as a run of their own, a few statements for a whole batch, and every site still run
+when the batch cannot take it."""
+
+from __future__ import annotations
+
+import gzip
+import threading
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import event, func, select, update
+
+from tests.builders import make_site, make_urls
+from tests.test_generate import published
+from webapp import jobs, leases
+from webapp.db import new_session
+from webapp.models import Generation, Site, Url, UrlAlternate, UrlImage, utcnow
+from webapp.sitemaps import get_store, small_sites
+from webapp.urls import save_url
+
+
+def due_now(session, *sites: Site) -> None:
+    """Make the sites' schedules due now."""
+    session.execute(update(Site).where(Site.id.in_([s.id for s in sites]))
+                    .values(next_run_at=None, schedule="every 6h"))
+    session.commit()
+
+
+def runs(session, site: Site) -> list[str]:
+    session.expire_all()
+    return list(session.scalars(select(Generation.status).where(Generation.site_id == site.id)
+                                .order_by(Generation.id)))
+
+
+def served_bytes(app, site) -> dict[str, bytes]:
+    return {name: path.read_bytes() for name, path in published(app, site).items()}
+
+
+def rich_site(session, name: str, **settings) -> Site:
+    """A small site with images, alternates, defaults and non-ASCII text."""
+    site = make_site(session, name, f"https://{name.lower()}.example.com/", **settings)
+    locs = make_urls(session, site, 30, lastmod="2026-03-01")
+    urls = session.scalars(select(Url).where(Url.site_id == site.id).order_by(Url.id)).all()
+    urls[3].priority, urls[3].changefreq = 0.8, "weekly"
+    session.add_all([
+        UrlImage(url_id=urls[0].id, loc=f"{locs[0]}/a.jpg", title="Tôkyô & <Kyoto>",
+                 caption="写真", position=0),
+        UrlImage(url_id=urls[0].id, loc=f"{locs[0]}/b.jpg", position=1),
+        UrlImage(url_id=urls[5].id, loc=f"{locs[5]}/c.jpg", position=0),
+        UrlAlternate(url_id=urls[1].id, hreflang="en", href=locs[1]),
+        UrlAlternate(url_id=urls[1].id, hreflang="ja", href=locs[2]),
+    ])
+    session.commit()
+    return site
+
+
+SETTINGS = [
+    {},
+    {"stylesheet": False},
+    {"default_changefreq": "daily", "default_priority": 0.3},
+]
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=["stylesheet", "plain", "defaults"])
+def test_a_batch_publishes_the_bytes_a_run_of_its_own_publishes(app, session, settings):
+    site = rich_site(session, "Rich", **settings)
+    due_now(session, site)
+    assert jobs.generate_many_if_due([site.id], app) == {site.id: "succeeded"}
+    batch = served_bytes(app, site)
+    assert gzip.decompress(batch["sitemap.xml.gz"]) == batch["sitemap.xml"]
+    assert ("sitemap.xsl" in batch) == (settings.get("stylesheet", True))
+    # A run of its own writes the very same set: nothing to publish.
+    assert jobs.regenerate(site.id, app).status == "unchanged"
+    assert served_bytes(app, site) == batch
+
+
+def test_a_run_of_its_own_then_a_batch_changes_nothing(app, session):
+    site = rich_site(session, "Rich")
+    alone = jobs.regenerate(site.id, app)
+    before = served_bytes(app, site)
+    due_now(session, site)
+    assert jobs.generate_many_if_due([site.id], app) == {site.id: "unchanged"}
+    assert served_bytes(app, site) == before
+    assert get_store(app).current_generation(site.storage_key) == alone.id
+
+
+def test_a_batch_publishes_changes_dated_after_the_last_set(app, session):
+    sites = [make_site(session, f"S{n}", f"https://s{n}.example.com/") for n in range(3)]
+    for site in sites:
+        make_urls(session, site, 5)
+    due_now(session, *sites)
+    first = jobs.generate_many_if_due([s.id for s in sites], app)
+    assert set(first.values()) == {"succeeded"}
+    lastmods = {s.id: get_store(app).published(s.storage_key).files["sitemap.xml"].lastmod
+                for s in sites}
+    # One site changes (through the app's writer, so its change is counted); all are due.
+    save_url(session, sites[1], "https://s1.example.com/new")
+    session.commit()
+    due_now(session, *sites)
+    second = jobs.generate_many_if_due([s.id for s in sites], app)
+    assert second == {sites[0].id: "unchanged", sites[1].id: "succeeded",
+                      sites[2].id: "unchanged"}
+    changed = get_store(app).published(sites[1].storage_key).files["sitemap.xml"]
+    assert changed.lastmod > lastmods[sites[1].id]
+    assert b"https://s1.example.com/new" in served_bytes(app, sites[1])["sitemap.xml"]
+    session.expire_all()
+    site = session.get(Site, sites[1].id)
+    assert site.generated_seq == site.change_seq and site.pending_since is None
+    assert site.next_run_at > utcnow() and site.run_owner is None
+
+
+def test_a_batch_takes_its_small_sites_in_a_few_statements_whatever_their_number(app):
+    def statements(count: int) -> int:
+        with new_session(app) as session:
+            sites = [make_site(session, f"N{count}-{n}", f"https://n{count}-{n}.example.com/")
+                     for n in range(count)]
+            for site in sites:
+                make_urls(session, site, 3)
+            ids = [s.id for s in sites]
+            due_now(session, *sites)
+        seen = []
+        engine = app.extensions["db_engine"]
+
+        def count_it(*_args):
+            seen.append(1)
+
+        event.listen(engine, "before_cursor_execute", count_it)
+        try:
+            outcome = jobs.generate_many_if_due(ids, app)
+        finally:
+            event.remove(engine, "before_cursor_execute", count_it)
+        assert set(outcome.values()) == {"succeeded"}
+        return len(seen)
+
+    few, many = statements(3), statements(30)
+    assert many == few, (few, many)
+    assert many < 40
+
+
+def test_sites_the_batch_cannot_take_are_run_on_their_own(app, session):
+    small = make_site(session, "Small", "https://small.example.com/")
+    make_urls(session, small, 4)
+    big = make_site(session, "Big", "https://big.example.com/", max_urls_per_file=3)
+    make_urls(session, big, 7)  # three files and an index
+    empty = make_site(session, "Empty", "https://empty.example.com/")
+    busy = make_site(session, "Busy", "https://busy.example.com/")
+    make_urls(session, busy, 2)
+    quiet = make_site(session, "Quiet", "https://quiet.example.com/", schedule="off")
+    make_urls(session, quiet, 2)
+    due_now(session, small, big, empty, busy)
+    leases.claim(session, busy.id, utcnow(), "elsewhere:1:live")  # a live run elsewhere
+    gone = 10 ** 9
+    outcome = jobs.generate_many_if_due([small.id, big.id, empty.id, busy.id, quiet.id, gone],
+                                        app)
+    assert outcome == {small.id: "succeeded", big.id: "succeeded", empty.id: "succeeded",
+                       busy.id: None, quiet.id: None, gone: None}
+    assert sorted(published(app, big)) == [
+        "sitemap-1.xml", "sitemap-1.xml.gz", "sitemap-2.xml", "sitemap-2.xml.gz",
+        "sitemap-3.xml", "sitemap-3.xml.gz", "sitemap.xml", "sitemap.xml.gz", "sitemap.xsl"]
+    session.expire_all()
+    assert session.get(Site, busy.id).run_owner == "elsewhere:1:live"  # left alone
+    assert session.get(Site, quiet.id).run_owner is None  # its lease was given back
+    assert runs(session, quiet) == [] and runs(session, busy) == []
+
+
+def test_a_batch_that_fails_leaves_nothing_and_each_site_is_run_on_its_own(
+        app, session, monkeypatch):
+    sites = [make_site(session, f"F{n}", f"https://f{n}.example.com/") for n in range(3)]
+    for site in sites:
+        make_urls(session, site, 2)
+    due_now(session, *sites)
+    calls = []
+
+    def broken(*args, **kwargs):
+        calls.append(1)
+        raise RuntimeError("the disk is on fire")
+
+    monkeypatch.setattr(jobs, "publish_small_sites", broken)
+    outcome = jobs.generate_many_if_due([s.id for s in sites], app)
+    assert calls and outcome == {s.id: "succeeded" for s in sites}
+    for site in sites:  # one run each, of their own: the batch's records were rolled back
+        assert runs(session, site) == ["succeeded"]
+        assert "sitemap.xml" in published(app, site)
+
+
+def test_a_run_left_unfinished_is_recorded_as_interrupted_by_the_batch(app, session):
+    site = make_site(session)
+    make_urls(session, site, 2)
+    session.add(Generation(site_id=site.id, status="running", started_at=utcnow()))
+    session.commit()
+    due_now(session, site)
+    jobs.generate_many_if_due([site.id], app)
+    assert runs(session, site) == ["failed", "succeeded"]
+
+
+def test_old_generations_of_batched_sites_are_pruned(app, session):
+    app.config["SITEMAP_KEEP_GENERATIONS"] = 2
+    site = make_site(session)
+    make_urls(session, site, 1)
+    made = []
+    for day in range(1, 5):
+        session.execute(update(Url).values(lastmod=f"2026-01-0{day}"))
+        session.commit()
+        due_now(session, site)
+        jobs.generate_many_if_due([site.id], app)
+        made.append(session.scalar(select(func.max(Generation.id))))
+    assert get_store(app).kept_generations(site.storage_key) == set(made[2:])
+
+
+def test_two_batches_of_the_same_sites_at_once_generate_each_site_once(app, session):
+    sites = [make_site(session, f"T{n}", f"https://t{n}.example.com/") for n in range(20)]
+    for site in sites:
+        make_urls(session, site, 3)
+    due_now(session, *sites)
+    ids = [s.id for s in sites]
+    start = threading.Barrier(2)
+    outcomes = []
+
+    def batch():
+        start.wait()
+        outcomes.append(jobs.generate_many_if_due(ids, app))
+
+    threads = [threading.Thread(target=batch) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for site in sites:
+        assert runs(session, site) == ["succeeded"]
+        assert [o[site.id] for o in outcomes].count("succeeded") == 1
+
+
+def test_only_sites_that_fit_one_file_are_small(app, session):
+    site = make_site(session, max_urls_per_file=10)
+    for count, small in ((0, False), (1, True), (10, True), (11, False)):
+        site.url_count = count
+        assert small_sites.is_small(site) is small
+    site.max_urls_per_file, site.url_count = 50_000, small_sites.SMALL_SITE + 1
+    assert not small_sites.is_small(site)
+
+
+def test_a_site_grown_past_one_file_since_it_was_counted_is_run_on_its_own(app, session):
+    site = make_site(session, max_urls_per_file=3)
+    make_urls(session, site, 5)
+    site.url_count = 2  # counted as small a moment ago
+    session.commit()
+    due_now(session, site)
+    assert jobs.generate_many_if_due([site.id], app) == {site.id: "succeeded"}
+    assert "sitemap-2.xml" in published(app, site)
+    assert runs(session, site) == ["succeeded"]
+    session.expire_all()
+    assert session.get(Site, site.id).next_run_at > utcnow() - timedelta(seconds=1)

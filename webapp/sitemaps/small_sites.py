@@ -1,0 +1,232 @@
+"""Many small sites generated together: one transaction and a few statements for a batch.
+
+A site whose URLs fit in one file (a few hundred, as most sites have) costs more in its
+run's bookkeeping than in its XML: reading its URLs, its last files, its published set, and
+storing and publishing its one file are a dozen statements each. Here a batch of such sites
+shares each statement: their URLs (and images and alternates) are read in one query, their
+files are written in memory, and their records, bodies and published sets are written with
+one statement per table for all of them.
+
+The files are byte for byte those `generate.generate_site` writes for the same site (a single
+urlset file under the site's sitemap name, dated the same way), and a set equal to the one
+served is left alone the same way: which path made a set never shows. A site that turns out
+not to fit in one file (or holds no URLs) is handed back, for `generate_site`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cache
+
+from sqlalchemy import func, insert, select
+from sqlalchemy.orm import Session
+
+from webapp.models import Generation, GenerationFile, Site, StoredFile, Url, UrlAlternate, UrlImage
+from webapp.protocol import normalize_lastmod
+from webapp.sitemaps import incremental
+from webapp.sitemaps.build import (
+    GZIP_LEVEL,
+    STYLESHEET,
+    URLSET_CLOSE,
+    BuiltFile,
+    Limits,
+    alternate_fragment,
+    image_fragment,
+    url_fragment,
+    urlset_open,
+)
+from webapp.sitemaps.generate import (
+    carry_lastmods,
+    dated_stylesheet,
+    entry_name,
+    later_than,
+    stylesheet_entry,
+)
+from webapp.sitemaps.publish import Entry, NewSet, SitemapStore, same_stylesheet
+
+# A site of at most this many live URLs is generated in a batch (when they fit in one file).
+SMALL_SITE = 1_000
+
+
+@dataclass
+class SmallRun:
+    """One small site's new set, written in memory and dated, not yet recorded."""
+
+    site: Site
+    layout: str
+    file: BuiltFile
+    body: bytes
+    stylesheet: Entry | None
+    unchanged: bool  # equal to the set served: nothing to publish
+    bodies: dict[str, tuple[int, bytes]] = field(default_factory=dict)  # digest: (size, gzip)
+
+    @property
+    def entries(self) -> list[Entry]:
+        f = self.file
+        return [Entry(f.name, f.kind, f.sha256, f.bytes, f.gzip_bytes, f.lastmod),
+                *([self.stylesheet] if self.stylesheet else [])]
+
+
+def is_small(site: Site) -> bool:
+    """Whether the site is one to generate in a batch, by its live URL count."""
+    return 0 < site.url_count <= min(SMALL_SITE, site.max_urls_per_file)
+
+
+def write_small_sites(session: Session, sites: Sequence[Site], now: datetime,
+                      ) -> tuple[list[SmallRun], list[Site]]:
+    """The new sets of `sites`, written and dated; and the sites that do not fit in one
+    file after all (or hold no URLs), to generate one by one."""
+    ids = [site.id for site in sites]
+    fragments = _url_fragments(session, sites)
+    previous = _previous_files(session, ids)
+    served = _served_stylesheets(session, [s.published_generation_id for s in sites
+                                           if s.published_generation_id is not None])
+    runs, others = [], []
+    stamp_now = normalize_lastmod(now)
+    for site in sites:
+        run = _write(site, fragments.get(site.id))
+        if run is None:
+            others.append(site)
+            continue
+        previous_id, before = previous.get(site.id, (None, {}))
+        stamp = later_than(before, stamp_now)
+        carry_lastmods([run.file], before, stamp)
+        sheets = served.get(site.published_generation_id, [])
+        run.unchanged = bool(before) and {n: f.sha256 for n, f in before.items()} == {
+            run.file.name: run.file.sha256} and site.published_generation_id == previous_id \
+            and same_stylesheet([(name, digest) for name, digest, _ in sheets], run.stylesheet)
+        if run.stylesheet is not None:
+            shown = next(((digest, lastmod) for name, digest, lastmod in sheets
+                          if name == run.stylesheet.name), None)
+            run.stylesheet = dated_stylesheet(shown, run.stylesheet, stamp)
+        runs.append(run)
+    return runs, others
+
+
+def _write(site: Site, urls: tuple[list[str], bool, bool, int, int] | None) -> SmallRun | None:
+    """The site's one urlset file in memory, or None when it would not be one file."""
+    if urls is None:
+        return None
+    fragments, images, alternates, first_id, last_id = urls
+    limits = Limits(max_urls=site.max_urls_per_file)
+    name = entry_name(site)
+    stylesheet = f"{name.removesuffix('.xml')}.xsl" if site.stylesheet else None
+    header = urlset_open(images, alternates, stylesheet)
+    body = (header + "".join(fragments) + URLSET_CLOSE).encode()
+    if len(fragments) > limits.max_urls or len(body) > limits.max_bytes:
+        return None
+    packed = gzip.compress(body, GZIP_LEVEL, mtime=0)
+    digest = hashlib.sha256(body).hexdigest()
+    built = BuiltFile(name, "urlset", len(fragments), len(body), len(packed), digest,
+                      first_id, last_id)
+    run = SmallRun(site, incremental.layout(site, header, limits, name), built, body,
+                   _stylesheet(stylesheet) if stylesheet else None, unchanged=False)
+    run.bodies[digest] = (len(body), packed)
+    if run.stylesheet is not None:
+        run.bodies[run.stylesheet.sha256] = _stylesheet_body()
+    return run
+
+
+@cache
+def _stylesheet_body() -> tuple[int, bytes]:
+    data = STYLESHEET.read_bytes()
+    return len(data), gzip.compress(data, GZIP_LEVEL, mtime=0)
+
+
+_stylesheet = cache(stylesheet_entry)  # the same bytes for every site: hashed once per name
+
+
+def _url_fragments(session: Session, sites: Sequence[Site],
+                   ) -> dict[int, tuple[list[str], bool, bool, int, int]]:
+    """Per site: its `<url>` fragments in id order (as rows.url_entries writes them), whether
+    images and alternates are in use, and its first and last URL ids; sites without live URLs
+    are left out. Three queries for every site, read whole: the sites are small."""
+    by_id = {site.id: site for site in sites}
+    live = (Url.site_id.in_(by_id), Url.deleted_at.is_(None))
+    images: dict[int, str] = {}
+    image_sites: set[int] = set()
+    for site_id, url_id, loc, title, caption in session.execute(
+            select(Url.site_id, UrlImage.url_id, UrlImage.loc, UrlImage.title, UrlImage.caption)
+            .join(Url, Url.id == UrlImage.url_id).where(*live)
+            .order_by(UrlImage.url_id, UrlImage.position, UrlImage.id)):
+        images[url_id] = images.get(url_id, "") + image_fragment(loc, title, caption)
+        image_sites.add(site_id)
+    alternates: dict[int, str] = {}
+    alternate_sites: set[int] = set()
+    for site_id, url_id, hreflang, href in session.execute(
+            select(Url.site_id, UrlAlternate.url_id, UrlAlternate.hreflang, UrlAlternate.href)
+            .join(Url, Url.id == UrlAlternate.url_id).where(*live)
+            .order_by(UrlAlternate.url_id, UrlAlternate.hreflang)):
+        alternates[url_id] = alternates.get(url_id, "") + alternate_fragment(hreflang, href)
+        alternate_sites.add(site_id)
+    found: dict[int, tuple[list[str], bool, bool, int, int]] = {}
+    for site_id, url_id, loc, lastmod, changefreq, priority in session.execute(
+            select(Url.site_id, Url.id, Url.loc, Url.lastmod, Url.changefreq, Url.priority)
+            .where(*live).order_by(Url.site_id, Url.id)):
+        site = by_id[site_id]
+        fragment = url_fragment(
+            loc, lastmod, changefreq or site.default_changefreq,
+            site.default_priority if priority is None else priority,
+            images.get(url_id, "") + alternates.get(url_id, ""))
+        entry = found.get(site_id)
+        if entry is None:
+            found[site_id] = ([fragment], site_id in image_sites, site_id in alternate_sites,
+                              url_id, url_id)
+        else:
+            entry[0].append(fragment)
+            found[site_id] = (*entry[:4], url_id)
+    return found
+
+
+def _previous_files(session: Session, site_ids: list[int],
+                    ) -> dict[int, tuple[int, dict[str, GenerationFile]]]:
+    """Per site, its last successful generation and that generation's files by name."""
+    latest = dict(session.execute(
+        select(Generation.site_id, func.max(Generation.id))
+        .where(Generation.site_id.in_(site_ids), Generation.status == "succeeded")
+        .group_by(Generation.site_id)).all())
+    found: dict[int, tuple[int, dict[str, GenerationFile]]] = {
+        site_id: (generation_id, {}) for site_id, generation_id in latest.items()}
+    site_of = {generation_id: site_id for site_id, generation_id in latest.items()}
+    if site_of:
+        for file in session.scalars(select(GenerationFile)
+                                    .where(GenerationFile.generation_id.in_(site_of))):
+            found[site_of[file.generation_id]][1][file.name] = file
+    return found
+
+
+def _served_stylesheets(session: Session, generation_ids: list[int],
+                        ) -> dict[int, list[tuple[str, str, datetime | None]]]:
+    """Per published generation, the (name, digest, lastmod) of the stylesheets it serves."""
+    found: dict[int, list[tuple[str, str, datetime | None]]] = {}
+    if generation_ids:
+        for generation_id, name, digest, lastmod in session.execute(
+                select(StoredFile.generation_id, StoredFile.name, StoredFile.digest,
+                       StoredFile.lastmod)
+                .where(StoredFile.generation_id.in_(generation_ids),
+                       StoredFile.kind == "stylesheet").order_by(StoredFile.name)):
+            found.setdefault(generation_id, []).append(
+                (name, digest, datetime.fromisoformat(lastmod) if lastmod else None))
+    return found
+
+
+def publish_small_sites(session: Session, store: SitemapStore,
+                        runs: Sequence[tuple[SmallRun, int]]) -> set[int]:
+    """Record and publish the sets of `runs` (each with its generation's id) in the session's
+    transaction; the ids of the sites whose set goes live when the caller commits."""
+    if not runs:
+        return set()
+    session.connection().execute(insert(GenerationFile.__table__), [
+        {"generation_id": generation_id, "name": f.name, "kind": f.kind,
+         "url_count": f.url_count, "bytes": f.bytes, "gzip_bytes": f.gzip_bytes,
+         "sha256": f.sha256, "first_url_id": f.first_url_id, "last_url_id": f.last_url_id,
+         "lastmod": f.lastmod} for run, generation_id in runs for f in [run.file]])
+    store.store_bodies(session, {digest: body for run, _ in runs
+                                 for digest, body in run.bodies.items()})
+    moved = store.publish_stored(session, [
+        NewSet(run.site.storage_key, generation_id, run.entries) for run, generation_id in runs])
+    return {run.site.id for run, _ in runs if run.site.storage_key in moved}
