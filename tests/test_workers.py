@@ -26,7 +26,7 @@ from tests.conftest import ROOT
 from tests.probes import AppProcesses, wait_for
 from tests.test_dashboard import as_role  # noqa: F401 - a fixture
 from tests.test_notify import KEY, posted
-from webapp import create_app, leases, tasks
+from webapp import create_app, jobs, leases, tasks
 from webapp.db import new_session
 from webapp.models import Generation, Site, Task, utcnow
 from webapp.sitemaps import get_store
@@ -261,7 +261,7 @@ def test_a_lease_on_postgresql_is_short_and_renewed_while_its_run_goes_on(
     """A worker that dies on another machine cannot be seen to be gone: its lease must lapse
     soon. So on PostgreSQL a lease is short, and renewed while its holder lives."""
     if not app.config["DATABASE_URL"].startswith("postgresql"):
-        pytest.skip("SQLite is one machine's database: its leases are long and unrenewed")
+        pytest.skip("SQLite is one machine's database: its leases are long")
     site = make_site(session)
     monkeypatch.setattr(leases, "RENEW", 0.05)
     owner = "another-machine:4242:abcd"
@@ -278,6 +278,44 @@ def test_a_lease_on_postgresql_is_short_and_renewed_while_its_run_goes_on(
     leases.claim(session, site.id, later, "this-machine:1:efgh")
     session.expire_all()
     assert session.get(Site, site.id).run_owner == "this-machine:1:efgh"
+
+
+def test_a_run_slower_than_its_lease_keeps_its_site_while_it_lives(app, session, monkeypatch):
+    """A run that outlasts its lease (a huge site, a slow disk) renews it: another process
+    finds the site busy instead of generating it a second time beside the first. Edits of
+    the site go on meanwhile."""
+    lease = timedelta(seconds=3)
+    for name, value in (("LEASE", lease), ("SHORT_LEASE", lease), ("RENEW", 0.1),
+                        ("SQLITE_RENEW", 0.1)):
+        monkeypatch.setattr(leases, name, value)
+    site = make_site(session)
+    make_urls(session, site, 3)
+    inside, go = threading.Event(), threading.Event()
+
+    def slow(done: int, total: int) -> None:  # the run stops here until the test says go
+        inside.set()
+        go.wait(60)
+
+    finished = {}
+    run = threading.Thread(target=lambda: finished.update(
+        generation=jobs.regenerate(site.id, app, progress=slow)))
+    run.start()
+    try:
+        assert inside.wait(30)
+        session.expire_all()
+        first = session.get(Site, site.id).run_lease_until
+        wait_for(lambda: utcnow() > first + timedelta(seconds=1), 30, "the first lease to end")
+        with pytest.raises(leases.SiteBusy):
+            jobs.regenerate(site.id, app)
+        # Meanwhile the site's URLs can be edited: a run writes only once its files are
+        # ready (SQLite has one writer at a time, and its lock would hold every edit back).
+        save_url(session, session.get(Site, site.id), f"{site.base_url}edited-meanwhile")
+        session.commit()
+    finally:
+        go.set()
+        run.join()
+    assert finished["generation"].status == "succeeded"
+    assert [g.status for g in generations(session, site)] == ["succeeded"]
 
 
 def test_a_task_delivered_twice_does_its_work_once(app, session):

@@ -3,11 +3,11 @@ schedulers, or a scheduler and a person at the command line) never generate it a
 
 The lease is taken with a compare-and-set UPDATE on the owner seen a moment before. A lease
 whose owner died is taken over when it expires or, on the same machine, as soon as the
-owner's process is gone. On PostgreSQL, where workers may run on many machines, a lease is
-short and renewed while its run goes on (`Keeper`), so a worker that dies on another machine
-holds its site for two minutes at most. SQLite is one machine's database: there a lease lasts
-an hour unrenewed (a renewal would wait behind the run's own write lock) and a dead owner is
-seen by its process id.
+owner's process is gone. A lease is renewed while its run goes on (`Keeper`), so a run that
+outlasts it keeps its site. On PostgreSQL, where workers may run on many machines, a lease is
+short, so a worker that dies on another machine holds its site for two minutes at most.
+SQLite is one machine's database: there a lease lasts an hour between renewals, and a dead
+owner is seen by its process id at once.
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ log = logging.getLogger(__name__)
 LEASE = timedelta(hours=1)  # SQLite
 SHORT_LEASE = timedelta(minutes=2)  # PostgreSQL, renewed every RENEW
 RENEW = 30.0  # seconds
+# SQLite: a quarter of the lease. A renewal waits while the run itself writes (one writer at
+# a time), at most the busy timeout, and is tried again at the next turn.
+SQLITE_RENEW = LEASE.total_seconds() / 4
 
 
 class SiteBusy(Exception):
@@ -75,42 +78,27 @@ def claim(session: Session, site_id: int, now: datetime, owner: str,
         session.commit()
 
 
-def claim_many(session: Session, site_ids: list[int], now: datetime, owner: str) -> list[int]:
-    """Take the leases of those of `site_ids` that no one holds (or whose lease lapsed),
-    uncommitted: the caller's next commit carries them, and the rows stay locked until then.
-    A site another transaction has locked is skipped, not waited for (PostgreSQL), as is one
-    whose lease is held; the ids taken, in order."""
-    ids = sorted(set(site_ids))
-    if session.get_bind().dialect.name == "postgresql":  # SQLite has one writer at a time
-        ids = list(session.scalars(select(Site.id).where(Site.id.in_(ids)).order_by(Site.id)
-                                   .with_for_update(skip_locked=True)))
-    if not ids:
-        return []
-    return sorted(session.scalars(
-        update(Site).where(Site.id.in_(ids), or_(
-            Site.run_owner.is_(None), Site.run_lease_until.is_(None),
-            Site.run_lease_until <= now))
-        .values(run_owner=owner, run_lease_until=now + length(session)).returning(Site.id)
-        .execution_options(synchronize_session=False)))
+def claim_many(session: Session, site_ids: list[int], now: datetime, owner: str) -> list[Site]:
+    """Take, for the caller's transaction, the sites of `site_ids` that no one holds (or whose
+    lease lapsed); the sites taken, loaded as they are now, in id order. Give them back with
+    `release_many` before the commit.
 
-
-def claim_many(session: Session, site_ids: list[int], now: datetime, owner: str) -> list[int]:
-    """Take the leases of those of `site_ids` that no one holds (or whose lease lapsed),
-    uncommitted: the caller's next commit carries them, and the rows stay locked until then.
-    A site another transaction has locked is skipped, not waited for (PostgreSQL), as is one
-    whose lease is held; the ids taken, in order."""
-    ids = sorted(set(site_ids))
-    if ids and session.get_bind().dialect.name == "postgresql":  # SQLite: one writer at once
-        ids = list(session.scalars(select(Site.id).where(Site.id.in_(ids)).order_by(Site.id)
-                                   .with_for_update(skip_locked=True)))
-    if not ids:
+    On PostgreSQL the rows' locks are the lease (a site another transaction has locked is
+    skipped, not waited for): nothing is written, and a process that dies holds nothing. On
+    SQLite the lease is written, which takes the database's one write lock at once.
+    """
+    if not site_ids:
         return []
-    return sorted(session.scalars(
-        update(Site).where(Site.id.in_(ids), or_(
-            Site.run_owner.is_(None), Site.run_lease_until.is_(None),
-            Site.run_lease_until <= now))
-        .values(run_owner=owner, run_lease_until=now + length(session)).returning(Site.id)
-        .execution_options(synchronize_session=False)))
+    free = (Site.id.in_(sorted(set(site_ids))), or_(
+        Site.run_owner.is_(None), Site.run_lease_until.is_(None), Site.run_lease_until <= now))
+    if session.get_bind().dialect.name == "postgresql":
+        return list(session.scalars(select(Site).where(*free).order_by(Site.id)
+                                    .with_for_update(skip_locked=True)))
+    taken = session.scalars(
+        update(Site).where(*free)
+        .values(run_owner=owner, run_lease_until=now + length(session)).returning(Site)
+        .execution_options(synchronize_session=False, populate_existing=True)).all()
+    return sorted(taken, key=lambda site: site.id)
 
 
 def length(session: Session) -> timedelta:
@@ -118,8 +106,9 @@ def length(session: Session) -> timedelta:
 
 
 class Keeper:
-    """Renews a short lease every RENEW seconds from a thread of its own (and its own
-    session, from `open_session`) until stopped; nothing to do for a long lease."""
+    """Renews the lease from a thread of its own (and its own session, from `open_session`)
+    until stopped: every RENEW seconds on PostgreSQL, every SQLITE_RENEW on SQLite, so a run
+    that outlasts its lease keeps its site while it lives."""
 
     def __init__(self, open_session, site_id: int, owner: str):
         self.open_session, self.site_id, self.owner = open_session, site_id, owner
@@ -128,22 +117,23 @@ class Keeper:
 
     def __enter__(self) -> Keeper:
         with self.open_session() as session:
-            if length(session) == LEASE:
-                return self
-        self._thread = threading.Thread(target=self._renew, name="lease", daemon=True)
+            self.lease = length(session)
+        every = SQLITE_RENEW if self.lease == LEASE else RENEW
+        self._thread = threading.Thread(target=self._renew, args=(every,), name="lease",
+                                        daemon=True)
         self._thread.start()
         return self
 
-    def _renew(self) -> None:
-        while not self._stop.wait(RENEW):
+    def _renew(self, every: float) -> None:
+        while not self._stop.wait(every):
             try:
                 with self.open_session() as session:
                     kept = session.execute(
                         update(Site).where(Site.id == self.site_id, Site.run_owner == self.owner)
-                        .values(run_lease_until=utcnow() + SHORT_LEASE)
+                        .values(run_lease_until=utcnow() + self.lease)
                         .execution_options(synchronize_session=False)).rowcount
                     session.commit()
-            except Exception as exc:  # the database is away: the next renewal tries again
+            except Exception as exc:  # the database is away or busy: the next one tries again
                 log.warning("the lease of site %s was not renewed: %s", self.site_id, exc)
                 continue
             if not kept:
@@ -164,9 +154,16 @@ def release(session: Session, site_id: int, owner: str, **values) -> None:
 
 
 def release_many(session: Session, owner: str, params: list[dict], **values) -> None:
-    """Give back the leases of many sites in one statement, uncommitted: `params` holds, per
-    site, its id as "site" and the bind parameters that `values` refer to."""
-    if params:
-        session.connection().execute(
-            update(Site).where(Site.id == bindparam("site"), Site.run_owner == owner)
-            .values(run_owner=None, run_lease_until=None, **values), params)
+    """Give back sites taken with `claim_many`, uncommitted, setting `values` on them in one
+    statement: `params` holds, per site, its id as "site" and the bind parameters that
+    `values` refer to."""
+    if not params:
+        return
+    condition = Site.id == bindparam("site")
+    if session.get_bind().dialect.name != "postgresql":
+        condition &= Site.run_owner == owner
+    elif not values:
+        return  # only locked: the commit gives them back
+    session.connection().execute(
+        update(Site).where(condition).values(run_owner=None, run_lease_until=None, **values),
+        params)

@@ -118,8 +118,10 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
     alternates = uses(session, site.id, UrlAlternate)
     stylesheet = f"{stem}.xsl" if site.stylesheet else None
     header = urlset_open(images, alternates, stylesheet)
-    generation.layout = incremental.layout(site, header, limits, entry_name(site))
-    reuse = incremental.plan(session, site, generation.layout, lambda generation_id: (
+    # Kept aside until the files are recorded: setting it now would make the next query
+    # write it, and on SQLite hold the database's one write lock for the whole run.
+    layout = incremental.layout(site, header, limits, entry_name(site))
+    reuse = incremental.plan(session, site, layout, lambda generation_id: (
         generation_id in store.kept_generations(site.storage_key)))
     with store.staging(site.storage_key, generation.id) as folder:
         files = None
@@ -145,6 +147,7 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
             shutil.copyfile(STYLESHEET, folder / stylesheet)
         if len(files) == 1:
             _rename(folder, files[0], entry_name(site))
+        generation.layout = layout
         return _finish(session, site, generation, store, folder, files,
                        stylesheet_entry(stylesheet) if stylesheet else None, limits, now,
                        before_publish)
