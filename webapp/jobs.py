@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from flask import Flask, current_app
-from sqlalchemy import bindparam, case, func, insert, or_, select, update
+from sqlalchemy import bindparam, case, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from webapp import leases, notify
@@ -27,9 +27,11 @@ from webapp.sitemaps import (
     SitemapLimitError,
     generate_site,
     get_store,
+    is_small,
+    publish_small_sites,
     republish_site,
+    write_small_sites,
 )
-from webapp.sitemaps.small_sites import is_small, publish_small_sites, write_small_sites
 from webapp.urls import committed_change_seq
 
 log = logging.getLogger(__name__)
@@ -324,8 +326,8 @@ def _regenerate_small_sites(app: Flask, site_ids: list[int], now: datetime,
     owner = leases.new_owner()
     store = get_store(app)
     with new_session(app) as session:
-        claimed = leases.claim_many(session, site_ids, now, owner)
-        sites = session.scalars(select(Site).where(Site.id.in_(claimed)).order_by(Site.id)).all()
+        sites = leases.claim_many(session, site_ids, now, owner)
+        claimed = [site.id for site in sites]
         outcome: dict[int, str | None] = {}
         scheduled: set[int] = set()
         small = []
@@ -339,31 +341,35 @@ def _regenerate_small_sites(app: Flask, site_ids: list[int], now: datetime,
                     scheduled.add(site.id)
         runs, _ = write_small_sites(session, small, now)
         statuses = _record_small_runs(session, store, runs)
-        for run in runs:
-            if run.site.id in scheduled:
-                run.site.next_run_at = next_run(run.site.schedule, run.site.timezone, now)
         seq = bindparam("seq")
-        leases.release_many(
-            session, owner, [{"site": run.site.id, "seq": run.site.change_seq} for run in runs],
-            generated_seq=seq, retry_at=None,
+        leases.release_many(session, owner, [
+            {"site": run.site.id, "seq": run.site.change_seq,
+             "next": next_run(run.site.schedule, run.site.timezone, now)
+             if run.site.id in scheduled else run.site.next_run_at} for run in runs],
+            generated_seq=seq, retry_at=None, next_run_at=bindparam("next"),
             pending_since=case((Site.change_seq > seq, Site.changed_at), else_=None))
         run_ids = {run.site.id for run in runs}
         leases.release_many(session, owner, [{"site": site_id} for site_id in claimed
                                              if site_id not in run_ids])
+        live = [(run.site, generation_id) for run, (status, generation_id)
+                in zip(runs, statuses) if status == "succeeded"]
+        stale = store.stale_generations(session, {site.id: generation_id
+                                                  for site, generation_id in live},
+                                        app.config["SITEMAP_KEEP_GENERATIONS"])
+        outcome.update({run.site.id: status for run, (status, _) in zip(runs, statuses)})
+        keys = [site.storage_key for site, _ in live]
         session.commit()
-        live = [run.site.storage_key for run, status in zip(runs, statuses)
-                if status == "succeeded"]
-        outcome.update({run.site.id: status for run, status in zip(runs, statuses)})
-    for key in live:
+    for key in keys:
         store.forget(key)
-    if live:
-        store.prune_many(live, app.config["SITEMAP_KEEP_GENERATIONS"])
+    if stale:
+        store.drop_generations(stale)
     return outcome
 
 
-def _record_small_runs(session: Session, store, runs) -> list[str]:
+def _record_small_runs(session: Session, store, runs) -> list[tuple[str, int]]:
     """Record the generations of `runs` as finished and publish their sets, in the session's
-    transaction, with one statement per table for all of them; the status of each run."""
+    transaction, with one statement per table for all of them; the status and generation id
+    of each run."""
     if not runs:
         return []
     now = utcnow()
@@ -372,15 +378,13 @@ def _record_small_runs(session: Session, store, runs) -> list[str]:
         Generation.site_id.in_(site_ids), Generation.status.in_(("running", "publishing")),
     ).values(status="failed", finished_at=now, error="interrupted: the run stopped unfinished"))
     statuses = ["unchanged" if run.unchanged else "succeeded" for run in runs]
-    session.connection().execute(insert(Generation.__table__), [
-        {"site_id": run.site.id, "status": status, "started_at": now, "finished_at": now,
-         "change_seq": run.site.change_seq, "layout": run.layout,
-         "url_count": run.file.url_count, "file_count": 1, "bytes": run.file.bytes,
-         "error": None, "rollback_of": None} for run, status in zip(runs, statuses)])
-    # The sites' leases are held: each one's newest generation is the one just recorded.
-    ids = dict(session.execute(select(Generation.site_id, func.max(Generation.id))
-                               .where(Generation.site_id.in_(site_ids))
-                               .group_by(Generation.site_id)).all())
+    table = Generation.__table__
+    ids = dict(session.connection().execute(
+        insert(table).returning(table.c.site_id, table.c.id), [
+            {"site_id": run.site.id, "status": status, "started_at": now, "finished_at": now,
+             "change_seq": run.site.change_seq, "layout": run.layout,
+             "url_count": run.file.url_count, "file_count": 1, "bytes": run.file.bytes,
+             "error": None, "rollback_of": None} for run, status in zip(runs, statuses)]).all())
     live = publish_small_sites(session, store, [(run, ids[run.site.id]) for run in runs
                                                 if not run.unchanged])
     superseded = [ids[run.site.id] for run in runs
@@ -388,7 +392,7 @@ def _record_small_runs(session: Session, store, runs) -> list[str]:
     if superseded:  # a newer set is published already
         session.execute(update(Generation).where(Generation.id.in_(superseded))
                         .values(status="superseded"))
-    return ["superseded" if ids[run.site.id] in superseded else status
+    return [("superseded" if ids[run.site.id] in superseded else status, ids[run.site.id])
             for run, status in zip(runs, statuses)]
 
 

@@ -1,7 +1,8 @@
 """Sitemap files, from the database to the published set: `rows` streams a site's URLs, `build`
 writes XML, `generate` ties a run together (`incremental` when the last set can be reused),
-`publish` stores sets in the database (shared by every node), `cache` keeps their bodies on
-this node, `history` compares two of them. Others use the names below.
+`publish` stores sets in the database (shared by every node), `small_sites` writes and
+publishes many small sites at once, `cache` keeps their bodies on this node, `history`
+compares two of them. Others use the names below.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from webapp.sitemaps.build import STYLESHEET, Limits, SitemapLimitError, replace
 from webapp.sitemaps.generate import Published, generate_site, republish_site
 from webapp.sitemaps.history import diff
 from webapp.sitemaps.publish import MissingBody, PublishedFile, PublishedSet, SitemapStore
+from webapp.sitemaps.small_sites import is_small, publish_small_sites, write_small_sites
 
 __all__ = ["STYLESHEET", "Limits", "MissingBody", "Published", "PublishedFile", "PublishedSet",
            "SitemapLimitError", "SitemapStore", "diff", "generate_site", "get_store", "init_app",
-           "replace_file", "republish_site"]
+           "is_small", "publish_small_sites", "replace_file", "republish_site",
+           "write_small_sites"]
 
 
 def init_app(app: Flask) -> None:

@@ -281,21 +281,22 @@ class SitemapStore:
         after_commit(session, live)
         return True
 
-    def publish_stored(self, session: Session, sets: Sequence[NewSet]) -> set[str]:
+    def publish_stored(self, session: Session, sets: Sequence[NewSet],
+                       gzip_sizes: dict[str, int] | None = None) -> set[str]:
         """Record the file lists of sets whose bodies are stored, and move each site's
         published generation to its set unless a newer one is published already, in the
         session's transaction; the keys of the sites whose set goes live at the commit.
+        (`gzip_sizes`: of the stored bodies, when the caller knows them all.)
 
         A few statements for any number of sets: many small sites are published at once.
         """
         if not sets:
             return set()
-        digests = {e.sha256 for s in sets for e in s.entries}
-        stored = dict(session.execute(select(FileBody.digest, FileBody.gzip_size)
-                                      .where(FileBody.digest.in_(digests))).all()) if digests else {}
+        if gzip_sizes is None:
+            gzip_sizes = self._gzip_sizes(session, {e.sha256 for s in sets for e in s.entries})
         rows = [{"generation_id": s.generation_id, "name": e.name, "kind": e.kind,
                  "digest": e.sha256, "size": e.size,
-                 "gzip_size": None if e.gzip_size is None else stored[e.sha256],
+                 "gzip_size": None if e.gzip_size is None else gzip_sizes[e.sha256],
                  "lastmod": e.lastmod} for s in sets for e in s.entries]
         if rows:  # a site without URLs publishes an empty set: nothing is served
             session.connection().execute(insert(StoredFile.__table__), rows)
@@ -310,29 +311,40 @@ class SitemapStore:
             session.execute(delete(StoredFile).where(StoredFile.generation_id.in_(stale)))
         return moved
 
-    def store_bodies(self, session: Session, bodies: dict[str, tuple[int, bytes]]) -> None:
+    @staticmethod
+    def _gzip_sizes(session: Session, digests: set[str]) -> dict[str, int]:
+        """The gzip sizes of those of the bodies that are stored."""
+        if not digests:
+            return {}
+        return dict(session.execute(select(FileBody.digest, FileBody.gzip_size)
+                                    .where(FileBody.digest.in_(digests))).all())
+
+    def store_bodies(self, session: Session, bodies: dict[str, tuple[int, bytes]],
+                     ) -> dict[str, int]:
         """Store the bodies given in memory (digest: (size, gzip bytes)) that are not stored
-        yet, in the session's transaction: small files, a few statements for all of them."""
-        if not bodies:
-            return
-        known = set(session.scalars(select(FileBody.digest)
-                                    .where(FileBody.digest.in_(bodies))))
-        new = sorted(set(bodies) - known)
+        yet, in the session's transaction: small files, a few statements for all of them.
+        The gzip size of each body as stored (an earlier copy's, if one was)."""
+        sizes = self._gzip_sizes(session, set(bodies))
+        new = sorted(set(bodies) - set(sizes))
         if not new:
-            return
+            return sizes
         now = utcnow()
-        inserted = {row.digest for row in session.execute(
-            _insert_ignoring_conflicts(session).values([
-                {"digest": digest, "size": bodies[digest][0],
-                 "gzip_size": len(bodies[digest][1]), "created_at": now} for digest in new])
-            .on_conflict_do_nothing(index_elements=["digest"])
-            .returning(FileBody.__table__.c.digest))}
+        # One statement, many parameter sets: compiled once and cached, whatever the count.
+        inserted = set(session.connection().execute(
+            _insert_ignoring_conflicts(session).on_conflict_do_nothing(index_elements=["digest"])
+            .returning(FileBody.__table__.c.digest),
+            [{"digest": digest, "size": bodies[digest][0], "gzip_size": len(bodies[digest][1]),
+              "created_at": now} for digest in new]).scalars())
         parts = [{"digest": digest, "position": position,
                   "data": bodies[digest][1][start:start + PART_BYTES]}
                  for digest in sorted(inserted)
                  for position, start in enumerate(range(0, len(bodies[digest][1]), PART_BYTES))]
         if parts:
             session.connection().execute(insert(FileBodyPart.__table__), parts)
+        if len(inserted) < len(new):  # another run stored some a moment ago: theirs count
+            sizes.update(self._gzip_sizes(session, set(new) - inserted))
+        sizes.update({digest: len(bodies[digest][1]) for digest in inserted})
+        return sizes
 
     def _store_body(self, session: Session, entry: Entry, staged: Path) -> None:
         if session.get(FileBody, entry.sha256) is not None:
@@ -382,29 +394,39 @@ class SitemapStore:
     def prune_many(self, keys: Sequence[str], keep: int) -> list[int]:
         """`prune` for many sites, with a few statements for all of them."""
         with self._sessions() as session:
-            sites = session.execute(select(Site.id, Site.published_generation_id)
-                                    .where(Site.storage_key.in_(keys))).all()
-            if not sites:
-                return []
-            current = {site_id: published for site_id, published in sites}
-            kept: dict[int, list[int]] = {}
-            for site_id, generation in session.execute(
-                    select(Generation.site_id, StoredFile.generation_id).distinct()
-                    .join(Generation, Generation.id == StoredFile.generation_id)
-                    .where(Generation.site_id.in_(current))):
-                kept.setdefault(site_id, []).append(generation)
-            removed = [generation for site_id, generations in kept.items()
-                       for generation in sorted(generations, reverse=True)[keep:]
-                       if generation != current[site_id]]
-            if not removed:
-                return []  # the common case: nothing to drop, nothing to look for
+            published = dict(session.execute(select(Site.id, Site.published_generation_id)
+                                              .where(Site.storage_key.in_(keys))).all())
+            removed = self.stale_generations(session, published, keep)
+        if removed:  # the common case: nothing to drop, nothing to look for
+            self.drop_generations(removed)
+        return removed
+
+    @staticmethod
+    def stale_generations(session: Session, published: dict[int, int | None],
+                          keep: int) -> list[int]:
+        """Of the sites of `published` (site id: its published generation), the generations
+        whose files are kept beyond the newest `keep` (never the published one)."""
+        if not published:
+            return []
+        kept: dict[int, list[int]] = {}
+        for site_id, generation in session.execute(
+                select(Generation.site_id, StoredFile.generation_id).distinct()
+                .join(Generation, Generation.id == StoredFile.generation_id)
+                .where(Generation.site_id.in_(published))):
+            kept.setdefault(site_id, []).append(generation)
+        return [generation for site_id, generations in kept.items()
+                for generation in sorted(generations, reverse=True)[keep:]
+                if generation != published[site_id]]
+
+    def drop_generations(self, removed: list[int]) -> None:
+        """Drop the file lists of generations `removed`, then the bodies no list names."""
+        with self._sessions() as session:
             named = set(session.scalars(select(StoredFile.digest).where(
                 StoredFile.generation_id.in_(removed))))
             session.execute(delete(StoredFile).where(StoredFile.generation_id.in_(removed)))
             session.commit()
             self._drop_unnamed_bodies(session, named)
         self._trim_quietly()
-        return removed
 
     @staticmethod
     def _drop_unnamed_bodies(session: Session, among: set[str] | None = None) -> None:

@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
+from operator import itemgetter
+from typing import NamedTuple
 
 from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
@@ -107,7 +110,7 @@ def write_small_sites(session: Session, sites: Sequence[Site], now: datetime,
     return runs, others
 
 
-def _write(site: Site, urls: tuple[list[str], bool, bool, int, int] | None) -> SmallRun | None:
+def _write(site: Site, urls: SiteUrls | None) -> SmallRun | None:
     """The site's one urlset file in memory, or None when it would not be one file."""
     if urls is None:
         return None
@@ -140,62 +143,68 @@ def _stylesheet_body() -> tuple[int, bytes]:
 _stylesheet = cache(stylesheet_entry)  # the same bytes for every site: hashed once per name
 
 
-def _url_fragments(session: Session, sites: Sequence[Site],
-                   ) -> dict[int, tuple[list[str], bool, bool, int, int]]:
-    """Per site: its `<url>` fragments in id order (as rows.url_entries writes them), whether
-    images and alternates are in use, and its first and last URL ids; sites without live URLs
-    are left out. Three queries for every site, read whole: the sites are small."""
+class SiteUrls(NamedTuple):
+    """A small site's live URLs, written."""
+
+    fragments: list[str]  # `<url>` elements in id order, as rows.url_entries writes them
+    images: bool  # in use: their namespace is declared
+    alternates: bool
+    first_id: int
+    last_id: int
+
+
+def _url_fragments(session: Session, sites: Sequence[Site]) -> dict[int, SiteUrls]:
+    """Per site with live URLs, its URLs written. Three queries for every site, read whole:
+    the sites are small."""
     by_id = {site.id: site for site in sites}
     live = (Url.site_id.in_(by_id), Url.deleted_at.is_(None))
+    connection = session.connection()  # rows as tuples: no ORM work per row
     images: dict[int, str] = {}
     image_sites: set[int] = set()
-    for site_id, url_id, loc, title, caption in session.execute(
+    for site_id, url_id, loc, title, caption in connection.execute(
             select(Url.site_id, UrlImage.url_id, UrlImage.loc, UrlImage.title, UrlImage.caption)
             .join(Url, Url.id == UrlImage.url_id).where(*live)
-            .order_by(UrlImage.url_id, UrlImage.position, UrlImage.id)):
+            .order_by(UrlImage.url_id, UrlImage.position, UrlImage.id)).all():
         images[url_id] = images.get(url_id, "") + image_fragment(loc, title, caption)
         image_sites.add(site_id)
     alternates: dict[int, str] = {}
     alternate_sites: set[int] = set()
-    for site_id, url_id, hreflang, href in session.execute(
+    for site_id, url_id, hreflang, href in connection.execute(
             select(Url.site_id, UrlAlternate.url_id, UrlAlternate.hreflang, UrlAlternate.href)
             .join(Url, Url.id == UrlAlternate.url_id).where(*live)
-            .order_by(UrlAlternate.url_id, UrlAlternate.hreflang)):
+            .order_by(UrlAlternate.url_id, UrlAlternate.hreflang)).all():
         alternates[url_id] = alternates.get(url_id, "") + alternate_fragment(hreflang, href)
         alternate_sites.add(site_id)
-    found: dict[int, tuple[list[str], bool, bool, int, int]] = {}
-    for site_id, url_id, loc, lastmod, changefreq, priority in session.execute(
-            select(Url.site_id, Url.id, Url.loc, Url.lastmod, Url.changefreq, Url.priority)
-            .where(*live).order_by(Url.site_id, Url.id)):
+    extended = bool(images or alternates)
+    rows = connection.execute(
+        select(Url.site_id, Url.id, Url.loc, Url.lastmod, Url.changefreq, Url.priority)
+        .where(*live).order_by(Url.site_id, Url.id)).all()
+    found: dict[int, SiteUrls] = {}
+    for site_id, group in itertools.groupby(rows, key=itemgetter(0)):
         site = by_id[site_id]
-        fragment = url_fragment(
-            loc, lastmod, changefreq or site.default_changefreq,
-            site.default_priority if priority is None else priority,
-            images.get(url_id, "") + alternates.get(url_id, ""))
-        entry = found.get(site_id)
-        if entry is None:
-            found[site_id] = ([fragment], site_id in image_sites, site_id in alternate_sites,
-                              url_id, url_id)
-        else:
-            entry[0].append(fragment)
-            found[site_id] = (*entry[:4], url_id)
+        changefreq_default, priority_default = site.default_changefreq, site.default_priority
+        urls = list(group)
+        found[site_id] = SiteUrls([url_fragment(
+            loc, lastmod, changefreq or changefreq_default,
+            priority_default if priority is None else priority,
+            images.get(url_id, "") + alternates.get(url_id, "") if extended else "")
+            for _, url_id, loc, lastmod, changefreq, priority in urls],
+            site_id in image_sites, site_id in alternate_sites, urls[0][1], urls[-1][1])
     return found
 
 
 def _previous_files(session: Session, site_ids: list[int],
                     ) -> dict[int, tuple[int, dict[str, GenerationFile]]]:
     """Per site, its last successful generation and that generation's files by name."""
-    latest = dict(session.execute(
-        select(Generation.site_id, func.max(Generation.id))
-        .where(Generation.site_id.in_(site_ids), Generation.status == "succeeded")
-        .group_by(Generation.site_id)).all())
-    found: dict[int, tuple[int, dict[str, GenerationFile]]] = {
-        site_id: (generation_id, {}) for site_id, generation_id in latest.items()}
-    site_of = {generation_id: site_id for site_id, generation_id in latest.items()}
-    if site_of:
-        for file in session.scalars(select(GenerationFile)
-                                    .where(GenerationFile.generation_id.in_(site_of))):
-            found[site_of[file.generation_id]][1][file.name] = file
+    latest = select(func.max(Generation.id)).where(
+        Generation.site_id.in_(site_ids), Generation.status == "succeeded",
+    ).group_by(Generation.site_id)
+    found: dict[int, tuple[int, dict[str, GenerationFile]]] = {}
+    for site_id, file in session.execute(
+            select(Generation.site_id, GenerationFile)
+            .join(Generation, Generation.id == GenerationFile.generation_id)
+            .where(GenerationFile.generation_id.in_(latest))):
+        found.setdefault(site_id, (file.generation_id, {}))[1][file.name] = file
     return found
 
 
@@ -225,8 +234,9 @@ def publish_small_sites(session: Session, store: SitemapStore,
          "url_count": f.url_count, "bytes": f.bytes, "gzip_bytes": f.gzip_bytes,
          "sha256": f.sha256, "first_url_id": f.first_url_id, "last_url_id": f.last_url_id,
          "lastmod": f.lastmod} for run, generation_id in runs for f in [run.file]])
-    store.store_bodies(session, {digest: body for run, _ in runs
-                                 for digest, body in run.bodies.items()})
+    sizes = store.store_bodies(session, {digest: body for run, _ in runs
+                                         for digest, body in run.bodies.items()})
     moved = store.publish_stored(session, [
-        NewSet(run.site.storage_key, generation_id, run.entries) for run, generation_id in runs])
+        NewSet(run.site.storage_key, generation_id, run.entries) for run, generation_id in runs],
+        sizes)
     return {run.site.id for run, _ in runs if run.site.storage_key in moved}
