@@ -28,11 +28,18 @@ from webapp.outbound import OutboundError, address
 log = logging.getLogger(__name__)
 
 # Every engine, in the order its records are planned. Each module says what it announces
-# (`ANNOUNCES`: changed URLs or the sitemap), where a record goes (`destination`) and sends
-# one record with `deliver`.
+# (`ANNOUNCES`: changed URLs or the sitemap), why it cannot send though set up (`blocked`),
+# where a record goes (`destination`) and sends one record with `deliver`.
 ENGINES = {"indexnow": indexnow, "gsc": gsc, "ping": ping}
 MAX_LANES = 16  # destination hosts sent to at once by one deliver()
 LOOK_AGAIN = 0.5  # seconds between looks for records that fell due while lanes run
+
+
+def blocked(site: Site, config: dict) -> dict[str, str]:
+    """The engines set up for the site that cannot send, each with the reason: what site
+    health and pre-flight say, and what the ledger records as "not sent"."""
+    return {name: reason for name, engine in ENGINES.items()
+            if (reason := engine.blocked(site, config)) is not None}
 
 
 def announce(site_id: int, app: Flask | None = None, now: datetime | None = None) -> list[int]:

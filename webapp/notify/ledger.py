@@ -70,8 +70,9 @@ def plan(session: Session, site: Site, engines: Mapping[str, ModuleType], config
     limit = config["NOTIFY_MAX_ATTEMPTS"]
 
     def record(engine: str, **fields) -> Delivery:
-        delivery = Delivery(site_id=site.id, engine=engine, status="pending", attempts=0,
-                            attempt_limit=limit, created_at=now, next_attempt_at=now, **fields)
+        delivery = Delivery(**{"site_id": site.id, "engine": engine, "status": "pending",
+                               "attempts": 0, "attempt_limit": limit, "created_at": now,
+                               "next_attempt_at": now, **fields})
         session.add(delivery)
         planned.append(delivery)
         return delivery
@@ -80,10 +81,32 @@ def plan(session: Session, site: Site, engines: Mapping[str, ModuleType], config
     for name, engine in engines.items():
         if engine.ANNOUNCES == "urls":
             _plan_urls(session, site, name, engine, record)
-        else:
+        elif engine.targets(site):
             _plan_sitemap(session, site, name, published, engine.targets(site), record)
+        else:
+            _not_sent(session, site, name, published, engine.blocked(site, config), now, record)
     session.flush()
     return planned
+
+
+def not_sent(reason: str) -> str:
+    """The outcome of a record that was never sent, and why."""
+    return f"not sent: {reason}"
+
+
+def _not_sent(session: Session, site: Site, name: str, published: Generation | None,
+              reason: str | None, now: datetime, record: Callable[..., Delivery]) -> None:
+    """For an engine set up but unable to run (`reason`), a finished record that says so,
+    once per published generation. The cursor stays: once the engine can run, the newest
+    generation is announced to it after all."""
+    if reason is None or published is None or published.id <= _position(session, site.id, name):
+        return
+    if session.scalar(select(Delivery.id).where(
+            Delivery.site_id == site.id, Delivery.engine == name,
+            Delivery.generation_id == published.id).limit(1)) is not None:
+        return
+    record(name, generation_id=published.id, status="failed", outcome=not_sent(reason),
+           next_attempt_at=None, finished_at=now)
 
 
 def _plan_urls(session: Session, site: Site, name: str, engine: ModuleType,
