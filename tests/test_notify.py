@@ -495,3 +495,41 @@ def test_every_engine_that_cannot_send_says_why(app, session, settings, words):
     assert words in notify.blocked(site, app.config)["gsc"]
     assert notify.blocked(make_site(session, name="Plain", base_url="https://plain.example.com/"),
                           app.config) == {}
+
+
+def test_a_rollback_announces_to_indexnow_the_urls_whose_entries_it_changed(app, session, site,
+                                                                            engine):
+    engine.expect_request("/indexnow", method="POST").respond_with_data("", status=200)
+    base = site.base_url
+    for path in ("a", "b", "same"):
+        save_url(session, site, f"{base}{path}", {"lastmod": "2026-01-01"})
+    session.commit()
+    first = publish(app, site)
+    save_url(session, site, f"{base}a", {"lastmod": "2026-02-01"})
+    delete_url(session, site, f"{base}b")
+    save_url(session, site, f"{base}c")
+    session.commit()
+    publish(app, site)
+    notify.notify_site(site.id, app)
+    sent = len(posted(engine))
+
+    back = jobs.rollback(site.id, first.id, app)
+    assert back.status == "succeeded"
+    notify.deliver(app)
+    [rollback_post] = posted(engine)[sent:]
+    # a's lastmod goes back, b comes back, c goes away; `same` is as it was.
+    assert sorted(rollback_post["urlList"]) == [f"{base}a", f"{base}b", f"{base}c"]
+    assert [(d.generation_id, d.status) for d in ledger(session)][-1] == (back.id, "delivered")
+    assert notify.announce(site.id, app) == []  # the change log adds nothing of its own
+
+
+def test_a_rollback_of_a_site_without_indexnow_plans_no_urls(app, session, engine):
+    site = make_site(session, base_url=engine.url_for("/"))
+    save_url(session, site, f"{site.base_url}a")
+    session.commit()
+    first = publish(app, site)
+    save_url(session, site, f"{site.base_url}b")
+    session.commit()
+    publish(app, site)
+    assert jobs.rollback(site.id, first.id, app).status == "succeeded"
+    assert ledger(session) == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import random
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import datetime, timedelta
 
@@ -60,6 +61,18 @@ def announce(site_id: int, app: Flask | None = None, now: datetime | None = None
             session.rollback()
             return []
         return [delivery.id for delivery in planned]
+
+
+def announce_locs(session: Session, site: Site, generation_id: int,
+                  locs: Callable[[], Iterable[str]], config: dict,
+                  now: datetime | None = None) -> list[Delivery]:
+    """Records of URLs whose published entries changed outside the change log (a rollback),
+    for the engines that announce URLs; `locs` is asked only when one of them is enabled.
+    The caller commits."""
+    if not any(engine.ANNOUNCES == "urls" and engine.enabled(site) for engine in ENGINES.values()):
+        return []
+    return ledger.plan_locs(session, site, ENGINES, generation_id, locs(), config,
+                            now or utcnow())
 
 
 def notify_site(site_id: int, app: Flask | None = None,
