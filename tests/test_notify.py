@@ -454,3 +454,82 @@ def test_a_url_edit_during_an_import_waits_instead_of_deadlocking(app, session, 
     assert not editor.is_alive() and errors == []
     session.expire_all()
     assert session.scalar(select(Url.lastmod).where(Url.loc == f"{site.base_url}x")) == "2026-03-03"
+
+
+def test_search_console_without_credentials_is_recorded_once_as_not_sent(app, session, engine,
+                                                                         tmp_path):
+    """Set up without its key file, Search Console sent nothing and the ledger said nothing."""
+    site = make_site(session, base_url=engine.url_for("/"), gsc_property="sc-domain:example.com")
+    announce_one(app, session, site)
+    notify.announce(site.id, app)  # the same generation again: not recorded twice
+    notify.deliver(app, now=utcnow() + timedelta(days=2))
+    [delivery] = ledger(session)
+    assert (delivery.engine, delivery.status, delivery.attempts) == ("gsc", "failed", 0)
+    assert delivery.outcome.startswith("not sent: ") and "gsc_credentials" in delivery.outcome
+    assert delivery.next_attempt_at is None and engine.log == []
+
+    # With the key file in place, the generation it missed is submitted after all.
+    app.config["GSC_ENDPOINT"] = engine.url_for("/")
+    site.gsc_credentials = str(service_account_file(tmp_path, engine.url_for("/token")))
+    site.gsc_endpoint = engine.url_for("/")
+    session.commit()
+    engine.expect_request("/token").respond_with_json(
+        {"access_token": "token-3", "expires_in": 3600, "token_type": "Bearer"})
+    engine.expect_request(re.compile("/webmasters/.*"), method="PUT").respond_with_data("")
+    notify.announce(site.id, app)
+    notify.deliver(app)
+    assert [(d.status, d.generation_id) for d in ledger(session)] == [
+        ("failed", delivery.generation_id), ("delivered", delivery.generation_id)]
+
+
+@pytest.mark.parametrize("settings, words", [
+    ({"gsc_property": "sc-domain:example.com"}, "no service-account key file (gsc_credentials)"),
+    ({"gsc_credentials": "/srv/key.json"}, "no property (gsc_property)"),
+    ({"gsc_property": "sc-domain:example.com", "gsc_credentials": "/srv/key.json",
+      "gsc_endpoint": "https://engine.example/"}, "is not a Search Console host"),
+])
+def test_every_engine_that_cannot_send_says_why(app, session, settings, words):
+    site = make_site(session, **settings, ping_urls="http://127.0.0.1:9/ping?s={sitemap}",
+                     indexnow_enabled=True)
+    assert list(notify.blocked(site, app.config)) == ["gsc"]
+    assert words in notify.blocked(site, app.config)["gsc"]
+    assert notify.blocked(make_site(session, name="Plain", base_url="https://plain.example.com/"),
+                          app.config) == {}
+
+
+def test_a_rollback_announces_to_indexnow_the_urls_whose_entries_it_changed(app, session, site,
+                                                                            engine):
+    engine.expect_request("/indexnow", method="POST").respond_with_data("", status=200)
+    base = site.base_url
+    for path in ("a", "b", "same"):
+        save_url(session, site, f"{base}{path}", {"lastmod": "2026-01-01"})
+    session.commit()
+    first = publish(app, site)
+    save_url(session, site, f"{base}a", {"lastmod": "2026-02-01"})
+    delete_url(session, site, f"{base}b")
+    save_url(session, site, f"{base}c")
+    session.commit()
+    publish(app, site)
+    notify.notify_site(site.id, app)
+    sent = len(posted(engine))
+
+    back = jobs.rollback(site.id, first.id, app)
+    assert back.status == "succeeded"
+    notify.deliver(app)
+    [rollback_post] = posted(engine)[sent:]
+    # a's lastmod goes back, b comes back, c goes away; `same` is as it was.
+    assert sorted(rollback_post["urlList"]) == [f"{base}a", f"{base}b", f"{base}c"]
+    assert [(d.generation_id, d.status) for d in ledger(session)][-1] == (back.id, "delivered")
+    assert notify.announce(site.id, app) == []  # the change log adds nothing of its own
+
+
+def test_a_rollback_of_a_site_without_indexnow_plans_no_urls(app, session, engine):
+    site = make_site(session, base_url=engine.url_for("/"))
+    save_url(session, site, f"{site.base_url}a")
+    session.commit()
+    first = publish(app, site)
+    save_url(session, site, f"{site.base_url}b")
+    session.commit()
+    publish(app, site)
+    assert jobs.rollback(site.id, first.id, app).status == "succeeded"
+    assert ledger(session) == []

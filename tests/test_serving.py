@@ -25,7 +25,7 @@ from webapp.models import utcnow
 from webapp.sitemaps import get_store
 from webapp.sitemaps.publish import SitemapStore
 from webapp.sites import delete_site, find_site, update_site
-from webapp.urls import save_url
+from webapp.urls import delete_url, save_url
 from webapp.views.public import FileMemory
 
 SHOP = "https://shop.example.com"
@@ -461,11 +461,32 @@ def test_a_sitemap_folder_with_non_ascii_characters_is_found(app, client, sessio
     assert response.status_code == 200 and b"<urlset" in response.data
 
 
-def test_robots_txt_lists_the_sitemap_of_every_site_on_the_host(client, shop, session):
-    make_site(session, name="Shop DE", base_url=f"{SHOP}/de/",
-              sitemap_url=f"{SHOP}/de/sitemap.xml")
+def test_robots_txt_lists_the_sitemap_of_every_site_on_the_host(app, client, shop, session):
+    german = make_site(session, name="Shop DE", base_url=f"{SHOP}/de/",
+                       sitemap_url=f"{SHOP}/de/sitemap.xml")
+    text = client.get("/robots.txt", base_url=SHOP).text
+    assert f"Sitemap: {SHOP}/sitemap.xml\n" in text and "/de/" not in text  # nothing published
+    make_urls(session, german, 1)
+    jobs.regenerate(german.id, app)
     text = client.get("/robots.txt", base_url=SHOP).text
     assert f"Sitemap: {SHOP}/sitemap.xml\n" in text and f"Sitemap: {SHOP}/de/sitemap.xml\n" in text
+
+
+def test_robots_txt_names_the_sitemap_only_while_it_is_published(app, client, session):
+    """A `Sitemap:` line for a file that answers 404 would send crawlers nowhere."""
+    site = make_site(session)
+    assert client.get("/robots.txt", base_url=SHOP).text == "User-agent: *\nDisallow:\n"
+    assert client.get("/sitemap.xml", base_url=SHOP).status_code == 404
+    save_url(session, site, f"{SHOP}/a")
+    session.commit()
+    jobs.regenerate(site.id, app)
+    assert client.get("/robots.txt", base_url=SHOP).text.endswith(f"\nSitemap: {SHOP}/sitemap.xml\n")
+    assert client.get("/sitemap.xml", base_url=SHOP).status_code == 200
+    delete_url(session, site, f"{SHOP}/a")  # emptied: the published set has no entry file
+    session.commit()
+    jobs.regenerate(site.id, app)
+    assert client.get("/sitemap.xml", base_url=SHOP).status_code == 404
+    assert "Sitemap:" not in client.get("/robots.txt", base_url=SHOP).text
 
 
 def test_weak_etags_and_accept_encoding_variants_are_understood(client, shop):

@@ -24,7 +24,9 @@ from webapp.scheduler import next_run
 from webapp.sitemaps import (
     Limits,
     Published,
+    PublishedSet,
     SitemapLimitError,
+    diff,
     generate_site,
     get_store,
     is_small,
@@ -195,10 +197,31 @@ def rollback(site_id: int, target_id: int, app: Flask | None = None,
             raise NotFound(f"the files of generation {target_id} are no longer kept (only the "
                            f"last {app.config['SITEMAP_KEEP_GENERATIONS']} are)")
         generation = _start(session, site, rollback_of=target_id)
-        return _recorded_run(app, session, site, generation, lambda publishing: republish_site(
+        live = store.current_set(site.storage_key) or PublishedSet(0, {})
+        done = _recorded_run(app, session, site, generation, lambda publishing: republish_site(
             session, site, generation, store, target, now, publishing))
+        if done.status == "succeeded":
+            _announce_rollback(app, session, site, done, live, kept)
+        return done
 
     return _leased(app, site_id, run)
+
+
+def _announce_rollback(app: Flask, session: Session, site: Site, generation: Generation,
+                       live: PublishedSet, target: PublishedSet) -> None:
+    """Records, committed with the rollback, of the URLs whose entries differ between the set
+    that was live and the one rolled back to (added, removed or changed): the change log
+    knows nothing of a rollback, so engines that announce URLs hear of it here."""
+    def changed() -> list[str]:
+        found = diff(live, target, store.local)
+        return [*found.added, *found.removed, *(loc for loc, _ in found.changed)]
+
+    store = get_store(app)
+    try:
+        notify.announce_locs(session, site, generation.id, changed, app.config)
+    except Exception:  # the rollback stands; the next regeneration announces what it changes
+        log.exception("the URLs rollback %s changed could not be planned for announcement",
+                      generation.id)
 
 
 def regenerate_now(site_id: int, app: Flask | None = None,

@@ -16,7 +16,14 @@ from webapp.models import Url
 from webapp.outbound import Policy
 from webapp.protocol import CHANGEFREQS
 from webapp.sites import find_site
-from webapp.urls import delete_url, fetch_source, import_urls, open_import, save_url
+from webapp.urls import (
+    delete_url,
+    fetch_source,
+    hreflang,
+    import_urls,
+    open_import,
+    save_url,
+)
 
 group = AppGroup("urls", help="Add, delete and import the URLs of a site.")
 
@@ -84,6 +91,19 @@ def urls_import(site_ref, source):
         click.echo(f"... and {report.rejected - len(report.rejections)} more rejections", err=True)
     if report.rejected:
         raise SystemExit(1)
+
+
+@group.command("complete-hreflang")
+@click.argument("site_ref", metavar="SITE")
+@friendly_errors
+def urls_complete_hreflang(site_ref):
+    """Add the missing return links of every hreflang cluster whose pages are all URLs of SITE,
+    so that each page lists every page of its cluster; the others are named with the reason."""
+    with session_scope() as session:
+        report = hreflang.complete(session, find_site(session, site_ref))
+    click.echo(report.summary())
+    for reason in report.skipped:
+        click.echo(reason, err=True)
 
 
 @group.command("list")

@@ -12,7 +12,15 @@ from sqlalchemy.orm import Session
 
 from webapp.models import Site
 from webapp.notify import gsc, indexnow, ping, preflight
-from webapp.notify.delivery import ENGINES, announce, deliver, delivery_lease, notify_site
+from webapp.notify.delivery import (
+    ENGINES,
+    announce,
+    announce_locs,
+    blocked,
+    deliver,
+    delivery_lease,
+    notify_site,
+)
 from webapp.notify.ledger import due, retry
 
 # The rules of the site settings that belong to an engine, by setting name.
@@ -28,5 +36,5 @@ def apply_settings(session: Session, site: Site, values: Mapping[str, object], b
             engine.apply_settings(session, site, values, base_url, sitemap_url)
 
 
-__all__ = ["ENGINES", "SETTINGS", "announce", "apply_settings", "deliver", "delivery_lease", "due",
-           "notify_site", "preflight", "retry"]
+__all__ = ["ENGINES", "SETTINGS", "announce", "announce_locs", "apply_settings", "blocked",
+           "deliver", "delivery_lease", "due", "notify_site", "preflight", "retry"]

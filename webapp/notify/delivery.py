@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import random
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import datetime, timedelta
 
@@ -28,11 +29,18 @@ from webapp.outbound import OutboundError, address
 log = logging.getLogger(__name__)
 
 # Every engine, in the order its records are planned. Each module says what it announces
-# (`ANNOUNCES`: changed URLs or the sitemap), where a record goes (`destination`) and sends
-# one record with `deliver`.
+# (`ANNOUNCES`: changed URLs or the sitemap), why it cannot send though set up (`blocked`),
+# where a record goes (`destination`) and sends one record with `deliver`.
 ENGINES = {"indexnow": indexnow, "gsc": gsc, "ping": ping}
 MAX_LANES = 16  # destination hosts sent to at once by one deliver()
 LOOK_AGAIN = 0.5  # seconds between looks for records that fell due while lanes run
+
+
+def blocked(site: Site, config: dict) -> dict[str, str]:
+    """The engines set up for the site that cannot send, each with the reason: what site
+    health and pre-flight say, and what the ledger records as "not sent"."""
+    return {name: reason for name, engine in ENGINES.items()
+            if (reason := engine.blocked(site, config)) is not None}
 
 
 def announce(site_id: int, app: Flask | None = None, now: datetime | None = None) -> list[int]:
@@ -53,6 +61,18 @@ def announce(site_id: int, app: Flask | None = None, now: datetime | None = None
             session.rollback()
             return []
         return [delivery.id for delivery in planned]
+
+
+def announce_locs(session: Session, site: Site, generation_id: int,
+                  locs: Callable[[], Iterable[str]], config: dict,
+                  now: datetime | None = None) -> list[Delivery]:
+    """Records of URLs whose published entries changed outside the change log (a rollback),
+    for the engines that announce URLs; `locs` is asked only when one of them is enabled.
+    The caller commits."""
+    if not any(engine.ANNOUNCES == "urls" and engine.enabled(site) for engine in ENGINES.values()):
+        return []
+    return ledger.plan_locs(session, site, ENGINES, generation_id, locs(), config,
+                            now or utcnow())
 
 
 def notify_site(site_id: int, app: Flask | None = None,

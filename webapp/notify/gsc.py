@@ -18,8 +18,10 @@ from google.oauth2 import service_account
 
 from webapp.errors import InvalidValue
 from webapp.models import Delivery, Site
+from webapp.notify.ledger import not_sent
 from webapp.outbound import Answer, OutboundError, Policy, endpoint_check, send, token_transport
 
+NAME = "Search Console"  # as people read it
 ANNOUNCES = "sitemap"  # the sitemap URL, once per generation that changed it
 SCOPES = ["https://www.googleapis.com/auth/webmasters"]
 GOOGLE_HOSTS = frozenset({"www.googleapis.com", "searchconsole.googleapis.com"})
@@ -73,6 +75,23 @@ SETTINGS = {"gsc_property": check_property, "gsc_credentials": check_credentials
             "gsc_endpoint": endpoint_check("gsc_endpoint")}
 
 
+def blocked(site: Site, config: dict) -> str | None:
+    """Why Search Console, set up for the site, cannot be sent to; None when it can (or is
+    not set up at all)."""
+    if site.gsc_property and not site.gsc_credentials:
+        return ("Search Console has a property (gsc_property) but no service-account key file "
+                "(gsc_credentials); set gsc_credentials to submit the sitemap")
+    if site.gsc_credentials and not site.gsc_property:
+        return ("Search Console has a service-account key file (gsc_credentials) but no "
+                "property (gsc_property); set gsc_property to submit the sitemap")
+    allowed = token_hosts(config)
+    if site.gsc_property and urlsplit(submit_url(site, config)).netloc.lower() not in allowed:
+        return (f"gsc_endpoint {site.gsc_endpoint} is not a Search Console host: the access "
+                f"token is sent only to {', '.join(sorted(allowed))} (set GSC_ENDPOINT to "
+                "send it elsewhere)")
+    return None
+
+
 def targets(site: Site) -> list[None]:
     """One submission per generation, once the site has a property and a credential file."""
     return [None] if site.gsc_property and site.gsc_credentials else []
@@ -105,15 +124,13 @@ def destination(site: Site, delivery: Delivery, config: dict) -> str:
 
 def deliver(site: Site, delivery: Delivery, config: dict) -> Answer:
     """PUT the site's sitemap URL to the property."""
-    if not (site.gsc_property and site.gsc_credentials):
-        raise OutboundError("Search Console is not configured for this site any more "
-                            "(gsc_property, gsc_credentials)", permanent=True)
+    if not (site.gsc_property or site.gsc_credentials):
+        raise OutboundError(not_sent("Search Console was turned off for this site "
+                                     "(gsc_property, gsc_credentials)"), permanent=True)
+    reason = blocked(site, config)
+    if reason is not None:
+        raise OutboundError(not_sent(reason), permanent=True)
     delivery.target = submit_url(site, config)
-    allowed = token_hosts(config)
-    if urlsplit(delivery.target).netloc.lower() not in allowed:
-        raise OutboundError(f"gsc_endpoint {site.gsc_endpoint} is not a Search Console host: "
-                            f"the access token is sent only to {', '.join(sorted(allowed))} "
-                            "(set GSC_ENDPOINT to send it elsewhere)", permanent=True)
     try:
         credentials = _cached_credentials(site.gsc_credentials)
     except (OSError, InvalidValue) as exc:

@@ -14,6 +14,7 @@ from webapp.notify.ledger import start_from_now
 from webapp.outbound import Answer, OutboundError, Policy, endpoint_check, send
 from webapp.protocol import directory
 
+NAME = "IndexNow"  # as people read it
 ANNOUNCES = "urls"  # the URLs that changed, planned from the change log
 MAX_URLS = 10_000  # per request, by the protocol
 _KEY = re.compile(r"[a-zA-Z0-9-]{8,128}")
@@ -67,6 +68,11 @@ def _check_key_location(base_url: str, sitemap_url: str, location: str) -> None:
 
 def enabled(site: Site) -> bool:
     return site.indexnow_enabled
+
+
+def blocked(site: Site, config: dict) -> str | None:
+    """IndexNow needs only to be turned on: the key is always there (a new site gets one)."""
+    return None
 
 
 def host(site: Site) -> str:

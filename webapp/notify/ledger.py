@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import datetime, timedelta
 from types import ModuleType
 
@@ -67,28 +67,87 @@ def plan(session: Session, site: Site, engines: Mapping[str, ModuleType], config
     the last generation saw; one that announces the sitemap gets it once per changed
     generation, once per target."""
     planned: list[Delivery] = []
-    limit = config["NOTIFY_MAX_ATTEMPTS"]
-
-    def record(engine: str, **fields) -> Delivery:
-        delivery = Delivery(site_id=site.id, engine=engine, status="pending", attempts=0,
-                            attempt_limit=limit, created_at=now, next_attempt_at=now, **fields)
-        session.add(delivery)
-        planned.append(delivery)
-        return delivery
-
+    record = _recorder(session, site, config, now, planned)
     published = _latest(session, site.id, ("succeeded",))
     for name, engine in engines.items():
         if engine.ANNOUNCES == "urls":
             _plan_urls(session, site, name, engine, record)
-        else:
+        elif engine.targets(site):
             _plan_sitemap(session, site, name, published, engine.targets(site), record)
+        else:
+            _not_sent(session, site, name, published, engine.blocked(site, config), now, record)
     session.flush()
     return planned
 
 
+def _recorder(session: Session, site: Site, config: dict, now: datetime,
+              planned: list[Delivery]) -> Callable[..., Delivery]:
+    """A function that adds a record (pending and due now, unless `fields` say otherwise)
+    to the session and to `planned`."""
+    def record(engine: str, **fields) -> Delivery:
+        delivery = Delivery(**{"site_id": site.id, "engine": engine, "status": "pending",
+                               "attempts": 0, "attempt_limit": config["NOTIFY_MAX_ATTEMPTS"],
+                               "created_at": now, "next_attempt_at": now, **fields})
+        session.add(delivery)
+        planned.append(delivery)
+        return delivery
+
+    return record
+
+
+def plan_locs(session: Session, site: Site, engines: Mapping[str, ModuleType],
+              generation_id: int, locs: Iterable[str], config: dict,
+              now: datetime) -> list[Delivery]:
+    """Records of these URLs for every enabled engine that announces URLs, outside the change
+    log and its cursors: what a rollback changed in the published files."""
+    planned: list[Delivery] = []
+    record = _recorder(session, site, config, now, planned)
+    locs = list(locs)
+    for name, engine in engines.items():
+        if engine.ANNOUNCES == "urls" and engine.enabled(site):
+            _record_chunks(site, name, engine, generation_id, locs, record)
+    session.flush()
+    return planned
+
+
+def _record_chunks(site: Site, name: str, engine: ModuleType, generation_id: int,
+                   locs: Iterable[str], record: Callable[..., Delivery]) -> None:
+    """Records of at most `engine.MAX_URLS` of `locs` each, of those the engine accepts."""
+    chunk: list[str] = []
+    for loc in locs:
+        if engine.accepts(site, loc):
+            chunk.append(loc)
+        if len(chunk) == engine.MAX_URLS:
+            record(name, generation_id=generation_id, url_count=len(chunk), urls="\n".join(chunk))
+            chunk = []
+    if chunk:
+        record(name, generation_id=generation_id, url_count=len(chunk), urls="\n".join(chunk))
+
+
+def not_sent(reason: str) -> str:
+    """The outcome of a record that was never sent, and why."""
+    return f"not sent: {reason}"
+
+
+def _not_sent(session: Session, site: Site, name: str, published: Generation | None,
+              reason: str | None, now: datetime, record: Callable[..., Delivery]) -> None:
+    """For an engine set up but unable to run (`reason`), a finished record that says so,
+    once per published generation. The cursor stays: once the engine can run, the newest
+    generation is announced to it after all."""
+    if reason is None or published is None or published.id <= _position(session, site.id, name):
+        return
+    if session.scalar(select(Delivery.id).where(
+            Delivery.site_id == site.id, Delivery.engine == name,
+            Delivery.generation_id == published.id).limit(1)) is not None:
+        return
+    record(name, generation_id=published.id, status="failed", outcome=not_sent(reason),
+           next_attempt_at=None, finished_at=now)
+
+
 def _plan_urls(session: Session, site: Site, name: str, engine: ModuleType,
                record: Callable[..., Delivery]) -> None:
-    """Records of at most `engine.MAX_URLS` changed URLs each, of those the engine accepts."""
+    """Records of the URLs changed since the engine's cursor, up to what the last generation
+    saw."""
     if not engine.enabled(site):
         return
     seen = _latest(session, site.id, ("succeeded", "unchanged"))
@@ -96,15 +155,8 @@ def _plan_urls(session: Session, site: Site, name: str, engine: ModuleType,
     upto = seen.change_seq if seen is not None and seen.change_seq is not None else start
     if upto <= start:
         return
-    chunk: list[str] = []
-    for loc in changed_locs(session, site.id, start, upto):
-        if engine.accepts(site, loc):
-            chunk.append(loc)
-        if len(chunk) == engine.MAX_URLS:
-            record(name, generation_id=seen.id, url_count=len(chunk), urls="\n".join(chunk))
-            chunk = []
-    if chunk:
-        record(name, generation_id=seen.id, url_count=len(chunk), urls="\n".join(chunk))
+    _record_chunks(site, name, engine, seen.id, changed_locs(session, site.id, start, upto),
+                   record)
     set_position(session, site.id, name, upto, expected=start)
 
 

@@ -13,6 +13,7 @@ from webapp.errors import InvalidValue
 from webapp.models import Delivery, Site
 from webapp.outbound import Answer, Policy, is_http_url, send
 
+NAME = "Ping"  # as people read it
 ANNOUNCES = "sitemap"  # the sitemap URL, once per generation that changed it
 RETIRED = re.compile(r"(^|\.)(google|bing)\.com$")
 
@@ -53,6 +54,11 @@ def check_templates(value: str | list[str]) -> str | None:
 
 
 SETTINGS = {"ping_urls": check_templates}
+
+
+def blocked(site: Site, config: dict) -> str | None:
+    """Pings need nothing but their templates: a site with templates can always send."""
+    return None
 
 
 def destination(site: Site, delivery: Delivery, config: dict) -> str:

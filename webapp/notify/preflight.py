@@ -1,5 +1,5 @@
-"""Pre-flight: fetch what engines will fetch (the key file, robots.txt) and say what is missing
-before anything is sent that would fail."""
+"""Pre-flight: say which engines are set up but cannot send, fetch what engines will fetch (the
+key file, robots.txt) and say what is missing before anything is sent that would fail."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from webapp.models import Site
 from webapp.notify import indexnow
+from webapp.notify.delivery import ENGINES, blocked
+from webapp.notify.ledger import not_sent
 from webapp.outbound import OutboundError, Policy, send
 from webapp.protocol import origin
 
@@ -19,7 +21,8 @@ class Finding:
 
 
 def check(site: Site, config: dict) -> list[Finding]:
-    findings = []
+    findings = [Finding(name, False, f"{ENGINES[name].NAME}: {not_sent(reason)}")
+                for name, reason in blocked(site, config).items()]
     policy = Policy.of(config)
     if site.indexnow_enabled:
         url = indexnow.key_location(site)

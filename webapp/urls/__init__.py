@@ -1,8 +1,8 @@
 """Incoming URLs, however they arrive: one edited in a form or on the command line (`edit`),
 many at once from a content system (`bulk`), a CSV file or list (`importing`, whose rows are
 checked by `csv_rows`, in a worker process for large files), an existing sitemap (`sitemap_reader`),
-fetched or uploaded (`sources`); the change log every write feeds (`changes`); and what a site
-owner should hear about a site's URLs (`health`).
+fetched or uploaded (`sources`); the change log every write feeds (`changes`); what a site
+owner should hear about a site's URLs (`health`); and hreflang clusters (`hreflang`).
 
 Others use the names below. Each is loaded from its module on first use (PEP 562), so that the
 worker process of a large import, which needs `csv_rows` alone, loads none of the database layer.
@@ -25,7 +25,7 @@ _HOMES = {
     "check_source_url": "sources", "fetch_source": "sources", "open_import": "sources",
 }
 
-_MODULES = ("health",)  # used as a whole: health.warnings(...)
+_MODULES = ("health", "hreflang")  # used as a whole: health.warnings(...)
 
 __all__ = [*_MODULES, *_HOMES]
 

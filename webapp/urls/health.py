@@ -9,12 +9,15 @@ from sqlalchemy import exists, func, or_, select
 from sqlalchemy.orm import Session
 
 from webapp.models import Site, Url, utcnow
+from webapp.urls import hreflang
 
 
 @dataclass(frozen=True)
 class Warning:
     title: str
     detail: str
+    action: str | None = None  # the dashboard endpoint of a button that fixes it
+    action_label: str | None = None
 
 
 def live_count(session: Session, site: Site) -> int:
@@ -65,7 +68,18 @@ def warnings(session: Session, site: Site, total: int | None = None) -> list[War
     shared = _majority_lastmod(session, live, total)
     if shared and total >= 10:
         found.append(_shared(*shared, total))
+    unreturned = hreflang.unreturned(session, site)
+    if unreturned.count:
+        found.append(_unreturned(unreturned))
     return found
+
+
+def _unreturned(unreturned: hreflang.Unreturned) -> Warning:
+    return Warning(f"{unreturned.count} hreflang alternates do not list their page back",
+                   "Search engines ignore an alternate that does not list the page back. "
+                   f"{unreturned.describe()} Completing the clusters adds the missing links "
+                   "wherever every page of a cluster is a URL of this site.",
+                   "dashboard.urls_complete_hreflang", "Complete hreflang clusters")
 
 
 def page_warnings(session: Session, sites: Sequence[Site]) -> dict[int, list[Warning]]:

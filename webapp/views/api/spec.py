@@ -131,7 +131,17 @@ SCHEMAS = {
     "UpsertResult": {
         "type": "object", "required": ["created", "updated", "unchanged", "errors"],
         "properties": {"created": COUNT, "updated": COUNT, "unchanged": COUNT,
-                       "errors": {"type": "array", "items": ref("FieldError")}},
+                       "errors": {"type": "array", "items": ref("FieldError")},
+                       "warnings": {"type": "array", "items": ref("WriteWarning")}},
+    },
+    "WriteWarning": {
+        "type": "object", "required": ["rule", "count", "message"],
+        "description": "stored, but will not work as meant (hreflang_reciprocal: alternates "
+                       "that do not list their page back; the first pairs are named)",
+        "properties": {"rule": STRING, "count": COUNT, "message": STRING,
+                       "pairs": {"type": "array", "items": {
+                           "type": "object", "properties": {"loc": STRING,
+                                                            "alternate": STRING}}}},
     },
     "DeleteResult": {
         "type": "object", "required": ["deleted", "not_found", "errors"],

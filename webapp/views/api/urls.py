@@ -8,7 +8,14 @@ from sqlalchemy.orm import selectinload
 
 from webapp.db import get_session
 from webapp.models import Url
-from webapp.urls import MAX_ITEMS, SyncReport, delete_locs, starting_with, upsert_urls
+from webapp.urls import (
+    MAX_ITEMS,
+    SyncReport,
+    delete_locs,
+    hreflang,
+    starting_with,
+    upsert_urls,
+)
 from webapp.views.api import (
     ApiError,
     bp,
@@ -71,10 +78,26 @@ def urls_upsert(slug):
     site = load_site(slug)
     body = _envelope("urls")
     session = get_session()
-    report = upsert_urls(session, site, _items(body, "urls"))
+    items = _items(body, "urls")
+    report = upsert_urls(session, site, items)
+    unreturned = hreflang.unreturned_among(
+        session, site, [item.get("loc") for item in items if isinstance(item, dict)])
     session.commit()
     return jsonify(_report(report, created=report.created, updated=report.updated,
-                           unchanged=report.unchanged))
+                           unchanged=report.unchanged, warnings=_warnings(unreturned)))
+
+
+def _warnings(unreturned: hreflang.Unreturned) -> list[dict]:
+    """What was stored but will not work as meant: alternates without their return link."""
+    if not unreturned.count:
+        return []
+    return [{"rule": "hreflang_reciprocal", "count": unreturned.count,
+             "pairs": [{"loc": page, "alternate": alternate}
+                       for page, alternate in unreturned.pairs],
+             "message": f"{unreturned.count} hreflang alternates do not list their page back; "
+                        "search engines ignore such pairs. Add the return links, or complete "
+                        "the clusters (`flask urls complete-hreflang`, or the button in the "
+                        "site's health)."}]
 
 
 def _envelope(name: str) -> dict:

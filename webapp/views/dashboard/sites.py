@@ -6,7 +6,7 @@ from flask import abort, current_app, flash, redirect, render_template, request,
 from flask_login import current_user
 from sqlalchemy import func, select
 
-from webapp import site_list, tasks
+from webapp import notify, site_list, tasks
 from webapp.db import get_session
 from webapp.errors import InvalidValue, NotAllowed
 from webapp.models import Delivery, Generation, Site, utcnow
@@ -116,12 +116,20 @@ def site(slug):
         warnings.append(health.Warning(
             f"The last import rejected {rejected} rows",
             last_import["message"].split("\n", 1)[-1][:2000]))
+    warnings += _blocked_engines(site)
     return render_template("dashboard/site.html", site=site, runs=runs[:5], live=live,
                            chart=_line_chart([run.url_count for run in counted]),
                            chart_runs=counted, outcomes=outcomes,
                            warnings=warnings,
                            scope_note=check_site_scope(site.base_url, site.sitemap_url),
                            published=get_store(current_app).current_generation(site.storage_key))
+
+
+def _blocked_engines(site: Site) -> list[health.Warning]:
+    """A warning for each engine that is set up but sends nothing, and why."""
+    return [health.Warning(f"{notify.ENGINES[name].NAME} is set up but sends nothing",
+                           f"Not sent: {reason}.")
+            for name, reason in notify.blocked(site, current_app.config).items()]
 
 
 def _line_chart(values: list[int], width: int = 600, height: int = 120) -> dict | None:
@@ -158,6 +166,8 @@ def site_settings_page(slug):
             flash("Saved." if changes else "Nothing changed.")
             if warning:
                 flash(f"Note: {warning}")
+            for blocked in _blocked_engines(site):
+                flash(f"Note: {blocked.title}. {blocked.detail}")
             return redirect(url_for("dashboard.site_settings_page", slug=site.slug))
     return render_template("dashboard/site_settings.html", site=site, values=values,
                            errors=errors, sections=SECTIONS,

@@ -30,6 +30,7 @@ from webapp.urls import (
     ImportFormatError,
     check_source_url,
     delete_urls,
+    hreflang,
     save_url,
     starting_with,
 )
@@ -161,6 +162,19 @@ def urls_delete(slug):
     flash(f"Deleted {count} URL{'s' if count != 1 else ''}; the next generation leaves "
           "them out and announces the removal.")
     return redirect(url_for("dashboard.urls", slug=slug))
+
+
+@bp.post("/sites/<slug>/urls/complete-hreflang")
+@require("editor")
+def urls_complete_hreflang(slug):
+    site = load_site(slug)
+    session = get_session()
+    report = hreflang.complete(session, site)
+    session.commit()
+    flash(report.summary())
+    for reason in report.skipped[:10]:
+        flash(reason)
+    return redirect(url_for("dashboard.site", slug=slug))
 
 
 @bp.get("/sites/<slug>/urls.csv")

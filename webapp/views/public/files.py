@@ -177,7 +177,7 @@ class PublicFiles:
         if path.endswith(".txt"):
             sites = self.routes.site_host(origin)
             if path == "/robots.txt" and sites:
-                return _text("200 OK", host_robots_txt(sites))
+                return _text("200 OK", host_robots_txt(sites, self.publishes_entry))
             for route in sites:
                 if path == f"/{route.indexnow_key}.txt":
                     return _text("200 OK", route.indexnow_key)
@@ -194,6 +194,11 @@ class PublicFiles:
         if len(candidates) == 1 and candidates[0][1] == candidates[0][0].entry_name:
             return self.file(environ, *candidates[0])  # says why the entry sitemap is missing
         return None
+
+    def publishes_entry(self, route: SiteRoute) -> bool:
+        """Whether the site's entry sitemap is published: an empty site has none."""
+        published = self.store.published(route.storage_key)
+        return published is not None and route.entry_name in published.files
 
     def file(self, environ: dict, route: SiteRoute, name: str,
              published: PublishedSet | None = None) -> Answer:

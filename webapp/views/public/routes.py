@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import unquote_to_bytes, urlsplit
 
@@ -38,7 +39,8 @@ class SiteRoute:
     sitemap_url_folder: str  # the same directory as a URL, as index entries write it
     sitemap_url: str
     entry_name: str  # the file name of the sitemap URL, e.g. sitemap.xml
-    robots_txt: str
+    robots_txt: str  # the site's own text; its `Sitemap:` line is added while it publishes
+    sitemap_line: str | None  # that line, or None when the text carries it already
     indexnow_key: str
     key_beside_sitemap: bool  # the key file is served in the sitemap's folder (keyLocation)
     storage_key: str
@@ -49,33 +51,39 @@ ROUTE_COLUMNS = ("slug", "base_url", "sitemap_url", "robots_txt", "indexnow_key"
                  "indexnow_key_location", "storage_key")
 
 
-def robots_txt(site: Site) -> str:
-    """The site's robots.txt, always with a `Sitemap:` line for its entry sitemap."""
+def robots_txt(site: Site) -> tuple[str, str | None]:
+    """The site's robots.txt as written, and the `Sitemap:` line for its entry sitemap that
+    it lacks (None when the text has it)."""
     text = (site.robots_txt or DEFAULT_ROBOTS_TXT).rstrip("\n") + "\n"
     wanted = f"sitemap: {site.sitemap_url}".lower()
-    if not any(line.strip().lower() == wanted for line in text.splitlines()):
-        text += f"\nSitemap: {site.sitemap_url}\n"
-    return text
+    if any(line.strip().lower() == wanted for line in text.splitlines()):
+        return text, None
+    return text, f"Sitemap: {site.sitemap_url}"
 
 
-def host_robots_txt(sites: list[SiteRoute]) -> str:
-    """The first site's robots.txt, with a `Sitemap:` line for every site on the host."""
+def host_robots_txt(sites: list[SiteRoute], publishes: Callable[[SiteRoute], bool]) -> str:
+    """The first site's robots.txt, with a `Sitemap:` line for every site on the host that
+    `publishes` its entry sitemap: a line for a site with nothing published would send
+    crawlers to a 404."""
     text = sites[0].robots_txt
+    if sites[0].sitemap_line and publishes(sites[0]):
+        text += f"\n{sites[0].sitemap_line}\n"
     for other in sites[1:]:
         line = f"Sitemap: {other.sitemap_url}"
-        if line.lower() not in text.lower():
+        if line.lower() not in text.lower() and publishes(other):
             text += f"{line}\n"
     return text
 
 
 def _route(site: Site) -> SiteRoute:
     path = urlsplit(site.sitemap_url).path
+    text, sitemap_line = robots_txt(site)
     return SiteRoute(
         id=site.id, slug=site.slug, site_origin=origin(site.base_url),
         sitemap_origin=origin(site.sitemap_url),
         sitemap_folder=unquote_to_bytes(path[: path.rfind("/") + 1]),
         sitemap_url_folder=directory(site.sitemap_url), sitemap_url=site.sitemap_url,
-        entry_name=path.rsplit("/", 1)[-1], robots_txt=robots_txt(site),
+        entry_name=path.rsplit("/", 1)[-1], robots_txt=text, sitemap_line=sitemap_line,
         indexnow_key=site.indexnow_key, storage_key=site.storage_key,
         key_beside_sitemap=site.indexnow_key_location == "sitemap")
 
