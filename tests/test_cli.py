@@ -574,3 +574,16 @@ def test_urls_import_fetches_a_sitemap_from_the_sites_own_hosts_only(runner, ses
     assert_fails_cleanly(runner.invoke(args=["urls", "import", "local", f"{other}sitemap.xml"]),
                          "sitemap_url", "the site's host")
     assert len(engine.log) == requests_before
+
+
+def test_urls_import_rewrites_a_sitemaps_origin_with_an_option(runner, shop, session, tmp_path):
+    path = tmp_path / "sitemap.xml"
+    path.write_text(f'<urlset xmlns="{NS["sm"]}">\n<url>\n<loc>http://shop.example.com/x</loc>'
+                    "\n</url>\n</urlset>\n")
+    refused = runner.invoke(args=["urls", "import", shop, str(path)])
+    assert refused.exit_code == 1 and "Traceback" not in refused.output
+    assert "1 URLs (the first on line 2) are on http://shop.example.com but the site is on " \
+           "https://shop.example.com: the scheme differs." in refused.stdout
+    moved = runner.invoke(args=["urls", "import", shop, str(path), "--rewrite-origin"])
+    assert moved.exit_code == 0 and moved.stdout.startswith("added 1,"), moved.output
+    assert "https://shop.example.com/x" in live_urls(session)

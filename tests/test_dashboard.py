@@ -391,6 +391,19 @@ def test_import_of_a_sitemap_index_fetched_from_a_url(as_role, session, engine):
     assert session.scalar(select(Url.lastmod).where(Url.loc == f"{base}a")) == "2026-05-05"
 
 
+def test_the_import_form_rewrites_an_http_sitemaps_origin_when_asked(as_role, session, shop):
+    editor = as_role("editor")
+    sitemap = ('<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+               '<url><loc>http://shop.example.com/old</loc></url>\n</urlset>').encode()
+    assert 'name="rewrite_origin"' in editor.get("/sites/shop/import").text
+    for rewrite, outcome in (({}, "the scheme differs"), ({"rewrite_origin": "on"}, "added 1,")):
+        form = {"csrf_token": editor.csrf, "file": (io.BytesIO(sitemap), "sitemap.xml"), **rewrite}
+        answer = editor.post("/sites/shop/import", data=form, content_type="multipart/form-data")
+        state = wait_for_task(editor, answer.headers["Location"])
+        assert outcome in state["message"], state
+    assert session.scalar(select(Url.loc).where(Url.loc == "https://shop.example.com/old"))
+
+
 def test_a_malformed_sitemap_is_refused_whole(as_role, session, shop):
     editor = as_role("editor")
     data = {"csrf_token": editor.csrf, "file": (io.BytesIO(

@@ -20,7 +20,7 @@ from webapp.urls import (
     delete_url,
     fetch_source,
     hreflang,
-    import_urls,
+    import_opened,
     open_import,
     save_url,
 )
@@ -63,14 +63,18 @@ def urls_delete(site_ref, loc):
 @group.command("import")
 @click.argument("site_ref", metavar="SITE")
 @click.argument("source", metavar="FILE|URL")
+@click.option("--rewrite-origin", is_flag=True,
+              help="Sitemaps: move URLs on the file's origin (scheme://host[:port] of its "
+                   "first URL) to the site's, e.g. http://example.com to https://example.com.")
 @friendly_errors
-def urls_import(site_ref, source):
+def urls_import(site_ref, source, rewrite_origin):
     """Import a CSV (header loc,lastmod,changefreq,priority), a list of URLs one per line, or
-    a sitemap (urlset or index, plain or gzip) from a file or an http(s) URL.
+    a sitemap (urlset or index, plain or gzip, with its images and hreflang alternates) from a
+    file or an http(s) URL.
 
     Valid rows are stored, each rejected row is listed with its line number (for a sitemap,
-    its position) and reason, and the command exits with status 1 when any was rejected. A
-    sitemap that cannot be read is refused whole.
+    the line of its <url>) and reason, and the command exits with status 1 when any was
+    rejected. A sitemap that cannot be read is refused whole.
     """
     policy = Policy.of(current_app.config)
     with session_scope() as session:
@@ -83,12 +87,13 @@ def urls_import(site_ref, source):
                 raise click.BadParameter(f"{source} is not a file or an http(s) URL",
                                          param_hint="FILE")
         with open_import(data, name, site.base_url, source_url, policy) as stream:
-            report = import_urls(session, site, stream)
+            report = import_opened(session, site, stream, rewrite_origin)
     click.echo(report.summary())
     for line, reason in report.rejections:
         click.echo(f"line {line}: {reason}", err=True)
     if report.rejected > len(report.rejections):
-        click.echo(f"... and {report.rejected - len(report.rejections)} more rejections", err=True)
+        click.echo(f"... and {report.rejected - len(report.rejections)} more rejections, not "
+                   "listed one by one", err=True)
     if report.rejected:
         raise SystemExit(1)
 

@@ -1,8 +1,9 @@
 """Incoming URLs, however they arrive: one edited in a form or on the command line (`edit`),
 many at once from a content system (`bulk`), a CSV file or list (`importing`, whose rows are
-checked by `csv_rows`, in a worker process for large files), an existing sitemap (`sitemap_reader`),
-fetched or uploaded (`sources`); the change log every write feeds (`changes`); what a site
-owner should hear about a site's URLs (`health`); and hreflang clusters (`hreflang`).
+checked by `csv_rows`, in a worker process for large files), an existing sitemap (read by
+`sitemap_reader`, imported with its extensions by `sitemap_import`), fetched or uploaded
+(`sources`); the change log every write feeds (`changes`); what a site owner should hear
+about a site's URLs (`health`); and hreflang clusters (`hreflang`).
 
 Others use the names below. Each is loaded from its module on first use (PEP 562), so that the
 worker process of a large import, which needs `csv_rows` alone, loads none of the database layer.
@@ -22,7 +23,8 @@ _HOMES = {
     "starting_with": "edit",
     "COLUMNS": "importing", "ImportFormatError": "importing", "ImportReport": "importing",
     "import_urls": "importing",
-    "check_source_url": "sources", "fetch_source": "sources", "open_import": "sources",
+    "check_source_url": "sources", "fetch_source": "sources", "import_opened": "sources",
+    "open_import": "sources",
 }
 
 _MODULES = ("health", "hreflang")  # used as a whole: health.warnings(...)

@@ -119,39 +119,50 @@ def upsert_urls(session: Session, site: Site, items: Sequence[object]) -> SyncRe
     counts = ImportReport(unchanged_locs=set())
     for columns, batch in batches.items():
         write_batch(session, site, columns, batch, counts)
-    with_children = [url for _, url, _ in checked.values()
-                     if url.images is not None or url.alternates is not None]
-    for start in range(0, len(with_children), _IN_CHUNK):
-        changed = _write_children(session, site, with_children[start:start + _IN_CHUNK], counts)
-        moved = len(changed & counts.unchanged_locs)  # only their images or alternates changed
-        counts.unchanged, counts.updated = counts.unchanged - moved, counts.updated + moved
+    write_children(session, site, [url for _, url, _ in checked.values()
+                                   if url.images is not None or url.alternates is not None],
+                   counts)
     report.created, report.updated = counts.added, counts.updated
     report.unchanged = counts.unchanged
     return report
 
 
-def _write_children(session: Session, site: Site, urls: list[CheckedUrl],
+def write_children(session: Session, site: Site, urls: Sequence[CheckedUrl],
+                   counts: ImportReport) -> None:
+    """Replace the images and alternates of stored URLs that differ from `urls`' (None: keep
+    them); a URL counted unchanged (in counts.unchanged_locs) whose only change is there is
+    counted updated. An image is its loc, or (loc, title, caption)."""
+    for start in range(0, len(urls), _IN_CHUNK):
+        changed = _write_children(session, site, urls[start:start + _IN_CHUNK], counts)
+        moved = len(changed & counts.unchanged_locs)  # only their images or alternates changed
+        counts.unchanged, counts.updated = counts.unchanged - moved, counts.updated + moved
+
+
+def _image_rows(images: Sequence[str | tuple]) -> list[tuple]:
+    """Images as (loc, title, caption), as stored."""
+    return [(image, None, None) if isinstance(image, str) else tuple(image) for image in images]
+
+
+def _write_children(session: Session, site: Site, urls: Sequence[CheckedUrl],
                     counts: ImportReport) -> set[str]:
     """Replace the images and alternates that differ from what is stored; the locs changed."""
     ids = dict(session.execute(select(Url.loc, Url.id).where(
         Url.site_id == site.id, Url.loc.in_([url.loc for url in urls]))).all())
-    images: dict[int, list[str]] = defaultdict(list)
-    for url_id, loc in session.execute(select(UrlImage.url_id, UrlImage.loc).where(
+    images: dict[int, list[tuple]] = defaultdict(list)
+    for url_id, *image in session.execute(select(
+            UrlImage.url_id, UrlImage.loc, UrlImage.title, UrlImage.caption).where(
             UrlImage.url_id.in_(ids.values())).order_by(UrlImage.url_id, UrlImage.position)):
-        images[url_id].append(loc)
+        images[url_id].append(tuple(image))
     alternates: dict[int, dict[str, str]] = defaultdict(dict)
     for url_id, lang, href in session.execute(select(
             UrlAlternate.url_id, UrlAlternate.hreflang, UrlAlternate.href).where(
             UrlAlternate.url_id.in_(ids.values()))):
         alternates[url_id][lang] = href
-    titled = set(session.scalars(select(UrlImage.url_id).where(  # titles a list cannot keep
-        UrlImage.url_id.in_(ids.values()),
-        UrlImage.title.is_not(None) | UrlImage.caption.is_not(None))))
     new_images, new_alternates, changed = {}, {}, set()
     for url in urls:
         url_id = ids[url.loc]
-        if url.images is not None and (url.images != images[url_id] or url_id in titled):
-            new_images[url_id] = url.images
+        if url.images is not None and _image_rows(url.images) != images[url_id]:
+            new_images[url_id] = _image_rows(url.images)
             changed.add(url.loc)
         if url.alternates is not None and url.alternates != alternates[url_id]:
             new_alternates[url_id] = url.alternates
@@ -161,9 +172,10 @@ def _write_children(session: Session, site: Site, urls: list[CheckedUrl],
     seq = counts.take_change_seq(session, site.id)
     # Old rows go before new ones are added: (url, hreflang) is unique.
     for model, replaced, rows in (
-            (UrlImage, new_images, [{"url_id": url_id, "loc": loc, "position": n}
-                                    for url_id, locs in new_images.items()
-                                    for n, loc in enumerate(locs)]),
+            (UrlImage, new_images, [{"url_id": url_id, "loc": loc, "title": title,
+                                     "caption": caption, "position": n}
+                                    for url_id, rows in new_images.items()
+                                    for n, (loc, title, caption) in enumerate(rows)]),
             (UrlAlternate, new_alternates, [{"url_id": url_id, "hreflang": lang, "href": href}
                                             for url_id, pairs in new_alternates.items()
                                             for lang, href in sorted(pairs.items())])):

@@ -1,25 +1,29 @@
 """What to import, wherever it comes from (an uploaded or local file, pasted text, a sitemap's
-address), fetched and opened the same way for the dashboard and the command line.
+address), fetched, opened and imported the same way for the dashboard and the command line.
 
-A sitemap (urlset or index, plain or gzip) is read into CSV rows first, whole or not at all;
-anything else is read as a CSV file or a list of URLs. Only the site's own hosts are fetched
+A sitemap (urlset or index, plain or gzip) is read into entries first, whole or not at all,
+and imported with its extensions (`sitemap_import`); anything else is read as a CSV file or a
+list of URLs (`importing`). Only the site's own hosts are fetched
 from: an import must not reach into the server's network.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 from urllib.parse import urlsplit
 
+from sqlalchemy.orm import Session
+
 from webapp.errors import InvalidValue
 from webapp.models import Site
 from webapp.outbound import OutboundError, Policy, fetch
-from webapp.urls.importing import ImportFormatError
-from webapp.urls.sitemap_reader import MAX_FILE_BYTES, looks_like_sitemap, sitemap_stream
+from webapp.urls.importing import ImportFormatError, ImportReport, import_urls
+from webapp.urls.sitemap_import import import_sitemap
+from webapp.urls.sitemap_reader import MAX_FILE_BYTES, SitemapEntries, looks_like_sitemap
 
 
 def check_source_url(site: Site, url: str) -> None:
@@ -47,9 +51,9 @@ def fetch_source(site: Site, url: str, policy: Policy) -> bytes:
 
 @contextmanager
 def open_import(source: Path | bytes, name: str, site_url: str, source_url: str | None,
-                policy: Policy) -> Iterator[TextIO]:
-    """The rows to import from a file or from fetched bytes, as the CSV text `import_urls`
-    reads.
+                policy: Policy) -> Iterator[TextIO | SitemapEntries]:
+    """What to import from a file or from fetched bytes: a sitemap's entries, or the CSV text
+    `import_urls` reads (`import_opened` takes either).
 
     `name` says which file in messages; `source_url`, where a fetched sitemap came from, is the
     other host an index may list files on besides the site's (`site_url`). What was fetched
@@ -62,8 +66,8 @@ def open_import(source: Path | bytes, name: str, site_url: str, source_url: str 
         head = source[:512]
     if looks_like_sitemap(head):
         with open(source, "rb") if isinstance(source, Path) else io.BytesIO(source) as data, \
-                sitemap_stream(data, name, site_url, source_url, policy) as stream:
-            yield stream
+                SitemapEntries(data, name, site_url, source_url, policy) as entries:
+            yield entries
     elif source_url is None and isinstance(source, Path):
         with open(source, encoding="utf-8-sig", newline="") as stream:
             yield stream
@@ -73,3 +77,16 @@ def open_import(source: Path | bytes, name: str, site_url: str, source_url: str 
         raise ImportFormatError(f"{name} is not a sitemap (XML, or XML compressed with gzip): "
                                 "only sitemaps are imported from an address; download a CSV "
                                 "or a list of URLs and upload the file instead")
+
+
+def import_opened(session: Session, site: Site, opened: TextIO | SitemapEntries,
+                  rewrite_origin: bool = False,
+                  progress: Callable[[int, int], None] | None = None) -> ImportReport:
+    """Import what `open_import` opened into `site`; `rewrite_origin` (sitemaps only) maps the
+    file's origin to the site's. The caller commits."""
+    if isinstance(opened, SitemapEntries):
+        return import_sitemap(session, site, opened, rewrite_origin, progress)
+    if rewrite_origin:
+        raise ImportFormatError("the origin is rewritten only in sitemaps (XML), and this file "
+                                "is a CSV file or a list of URLs; import it without rewriting")
+    return import_urls(session, site, opened, progress=progress)

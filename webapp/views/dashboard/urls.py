@@ -222,7 +222,8 @@ def urls_import(slug):
         return render_template("dashboard/import.html", site=site, error=str(exc)), 422
     session = get_session()
     task_id = tasks.start(session, current_app._get_current_object(), "import", site,
-                          payload=payload, source_url=source_url or None)
+                          payload=payload, source_url=source_url or None,
+                          rewrite_origin=request.form.get("rewrite_origin") == "on")
     session.commit()
     return redirect(url_for("dashboard.task", task_id=task_id))
 

@@ -1,0 +1,190 @@
+"""Importing a sitemap's entries into a site, with what the app can publish of their
+extensions: images (loc, title, caption) and hreflang alternates.
+
+A sitemap describes each of its URLs whole, so an entry replaces what is stored of its URL: a
+field, image or alternate the entry does not have is cleared. What the file holds and the app
+cannot keep (a video, an image's licence) is counted by name in the report, never dropped
+silently. Rejected entries are reported at the line of their `<url>`.
+
+URLs on another origin than the site's (`http://` in the file, `https://` for the site, or
+another host) are counted, not listed one by one, with one message naming both origins; with
+`rewrite_origin` the file's origin (its first URL's) is mapped to the site's, for locs, images
+and alternates alike.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from sqlalchemy.orm import Session
+
+from webapp.errors import InvalidValue
+from webapp.models import Site
+from webapp.protocol import FIELD_RULES, check_text, normalize_hreflang, normalize_url, origin
+from webapp.urls.bulk import write_children
+from webapp.urls.edit import check_url
+from webapp.urls.importing import COLUMNS, ImportReport, write_batch
+from webapp.urls.sitemap_reader import Entry, SitemapEntries
+
+BATCH = 2_000  # entries per write: one existence query and one executemany each
+
+
+@dataclass(frozen=True)
+class SitemapUrl:
+    """An entry after every rule, as `write_batch` and `write_children` store it."""
+
+    loc: str
+    values: tuple  # COLUMNS' values, loc first
+    images: list[tuple[str, str | None, str | None]]  # (loc, title, caption)
+    alternates: dict[str, str]
+
+
+class OtherOrigin(Exception):
+    """A loc on another origin than the site's: counted, and explained once for them all."""
+
+
+@dataclass
+class Origins:
+    """The site's origin, the file's (its first loc's), and the locs found elsewhere."""
+
+    site: str
+    rewrite: bool
+    encoding: str
+    file: str | None = None
+    elsewhere: Counter[str] = field(default_factory=Counter)  # origin -> locs refused
+    first_line: dict[str, int] = field(default_factory=dict)  # origin -> its first loc's line
+
+    def place(self, raw: str, name: str) -> str:
+        """A URL normalised and, when asked, moved from the file's origin to the site's."""
+        return self._moved(normalize_url(raw, self.encoding, field=name))
+
+    def place_loc(self, raw: str, line: int) -> str:
+        """The loc, placed; OtherOrigin when it is on another origin than the site's."""
+        url = normalize_url(raw, self.encoding)
+        if self.file is None:
+            self.file = origin(url)
+        url = self._moved(url)
+        if origin(url) != self.site:
+            self.elsewhere[origin(url)] += 1
+            self.first_line.setdefault(origin(url), line)
+            raise OtherOrigin(url)
+        return url
+
+    def _moved(self, url: str) -> str:
+        if self.rewrite and self.file and self.file != self.site and origin(url) == self.file:
+            return self.site + url[len(self.file):]
+        return url
+
+    def messages(self) -> list[str]:
+        """One sentence for each origin the refused locs were on (the three commonest)."""
+        out = []
+        for other, count in self.elsewhere.most_common(3):
+            line = self.first_line[other]
+            if self.rewrite:
+                out.append(f"{count} URLs (the first on line {line}) are on {other}, neither "
+                           f"the site's origin {self.site} nor the file's {self.file} that was "
+                           "rewritten; they were not imported.")
+            else:
+                out.append(f"{count} URLs (the first on line {line}) are on {other} but the "
+                           f"site is on {self.site}: {_difference(other, self.site)}. They were "
+                           f"not imported. To import them on {self.site}, import the file again "
+                           "with the origin rewritten (the --rewrite-origin option, or the "
+                           "import form's checkbox).")
+        if len(self.elsewhere) > 3:
+            out.append(f"URLs on {len(self.elsewhere) - 3} more origins were not imported.")
+        return out
+
+
+def _difference(one: str, other: str) -> str:
+    a, b = urlsplit(one), urlsplit(other)
+    if a.scheme != b.scheme and a.hostname == b.hostname:
+        return "the scheme differs"
+    if a.scheme != b.scheme:
+        return "the scheme and the host differ"
+    if a.hostname != b.hostname:
+        return "the host differs"
+    return "the port differs"
+
+
+@dataclass
+class SitemapReport(ImportReport):
+    not_kept: Counter[str] = field(default_factory=Counter)  # element name -> how many
+    origins: Origins | None = None
+
+    def summary(self) -> str:
+        lines = [super().summary()]
+        lines += [f"{name} elements not kept (this app cannot publish them): {count}"
+                  for name, count in sorted(self.not_kept.items())]
+        if self.origins is not None:
+            lines += self.origins.messages()
+        return "\n".join(lines)
+
+
+def check_entry(site: Site, entry: Entry, origins: Origins) -> SitemapUrl:
+    """An entry's values by the protocol's rules and the site's, or InvalidValue (OtherOrigin
+    for a loc on another origin)."""
+    if not entry.fields.get("loc"):
+        raise InvalidValue("loc", "", "is missing: every <url> needs a <loc>")
+    loc = origins.place_loc(entry.fields["loc"], entry.line)
+    fields = {name: entry.fields.get(name, "") for name in FIELD_RULES}
+    for image_loc, _, _ in entry.images:
+        if not image_loc:
+            raise InvalidValue("image", "", "an <image:image> needs an <image:loc>")
+    images = [origins.place(image_loc, "image") for image_loc, _, _ in entry.images]
+    alternates: dict[str, str] = {}
+    for hreflang, href in entry.alternates:
+        lang, href = normalize_hreflang(hreflang), origins.place(href, "alternate")
+        if alternates.setdefault(lang, href) != href:
+            raise InvalidValue("hreflang", lang, f"names two pages: {alternates[lang]} and "
+                               f"{href}; a language has one page")
+    checked = check_url(site, loc, fields, images, alternates)
+    texts = [(check_text("image:title", title) or None, check_text("image:caption", caption)
+              or None) for _, title, caption in entry.images]
+    return SitemapUrl(checked.loc, (checked.loc, *(checked.values[n] for n in FIELD_RULES)),
+                      [(image, *text) for image, text in zip(checked.images, texts)],
+                      checked.alternates)
+
+
+def import_sitemap(session: Session, site: Site, entries: SitemapEntries,
+                   rewrite_origin: bool = False,
+                   progress: Callable[[int, int], None] | None = None) -> SitemapReport:
+    """Upsert by loc every valid entry of a sitemap into `site`, with its images and
+    alternates; report what happened to each, and what the file held that was not kept.
+
+    `progress(entries done, entries)` hears after each batch. The caller commits.
+    """
+    origins = Origins(origin(site.base_url), rewrite_origin, site.encoding)
+    report = SitemapReport(not_kept=entries.not_kept, origins=origins)
+    batch: dict[str, SitemapUrl] = {}
+    for done, entry in enumerate(entries, start=1):
+        try:
+            url = check_entry(site, entry, origins)
+        except OtherOrigin:
+            report.rejected += 1
+            continue
+        except InvalidValue as exc:
+            where = "" if entry.file == entries.name else f" (in {entry.file})"
+            report.reject(entry.line, f"{exc}{where}")
+            continue
+        if url.loc in batch:
+            report.duplicates += 1
+        batch[url.loc] = url
+        if len(batch) >= BATCH or done == entries.count:
+            _write(session, site, batch, report)
+            batch = {}
+            if progress:
+                progress(done, entries.count)
+    if batch:
+        _write(session, site, batch, report)
+    return report
+
+
+def _write(session: Session, site: Site, batch: dict[str, SitemapUrl],
+           report: SitemapReport) -> None:
+    report.unchanged_locs = set()  # this batch's: write_children moves the ones it changes
+    write_batch(session, site, COLUMNS, {loc: url.values for loc, url in batch.items()}, report)
+    write_children(session, site, list(batch.values()), report)
+    report.unchanged_locs = None
