@@ -113,15 +113,12 @@ class Keeper:
     def __init__(self, open_session, site_id: int, owner: str):
         self.open_session, self.site_id, self.owner = open_session, site_id, owner
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def __enter__(self) -> Keeper:
         with self.open_session() as session:
             self.lease = length(session)
         every = SQLITE_RENEW if self.lease == LEASE else RENEW
-        self._thread = threading.Thread(target=self._renew, args=(every,), name="lease",
-                                        daemon=True)
-        self._thread.start()
+        threading.Thread(target=self._renew, args=(every,), name="lease", daemon=True).start()
         return self
 
     def _renew(self, every: float) -> None:
@@ -140,9 +137,11 @@ class Keeper:
                 return  # released, or taken over after it lapsed
 
     def __exit__(self, *exc) -> None:
+        # Not joined: a renewal under way may be waiting for the site's row, which the run's
+        # own transaction holds once it publishes, until the lease's release commits. It
+        # ends by itself then, changing nothing (the owner it asks for is gone by then);
+        # waiting for it here would wait for ever.
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
 
 
 def release(session: Session, site_id: int, owner: str, **values) -> None:
