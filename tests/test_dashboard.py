@@ -335,8 +335,8 @@ def test_export_is_a_csv_the_import_reads_back(as_role, shop):
     answer = as_role("viewer").get("/sites/shop/urls.csv")
     assert answer.mimetype == "text/csv"
     lines = answer.text.splitlines()
-    assert lines[0] == "loc,lastmod,changefreq,priority"
-    assert lines[1] == f"{shop.base_url}page/0,2026-01-01,,"
+    assert lines[0] == "loc,lastmod,changefreq,priority,images,image_titles,image_captions,alternates"
+    assert lines[1] == f"{shop.base_url}page/0,2026-01-01,,,,,,"
     assert len(lines) == 4
 
 
