@@ -5,8 +5,8 @@ the encodings of Japanese spreadsheets."""
 from __future__ import annotations
 
 import gzip
-import io
 import itertools
+import logging
 from pathlib import Path
 
 import pytest
@@ -16,6 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
 from tests.builders import make_site
+from webapp import tasks
 from webapp.errors import InvalidValue
 from webapp.models import Url, UrlAlternate, UrlImage
 from webapp.outbound import Policy
@@ -201,3 +202,133 @@ def test_titles_without_an_images_column_are_refused_before_anything_is_stored(s
     path.write_text(f"loc,image_titles\n{site.base_url}a,Front\n", encoding="utf-8")
     with pytest.raises(ImportFormatError, match="image_titles needs an images column"):
         import_file(session, site, path)
+
+
+# 2. What a file is comes from its content, not its name
+
+
+def japanese_site(session, encoding="utf-8"):
+    return make_site(session, "Shop", "https://shop.example.com/", encoding=encoding)
+
+
+@pytest.mark.parametrize(("name", "content"), [
+    ("urls.txt.gz", "# from the CMS\n{b}a\n{b}b\n"),
+    ("urls.csv.gz", "loc,priority,images\n{b}a,0.5,{b}a.jpg\n{b}b,,\n"),
+    ("sitemap.xml", "loc\n{b}a\n{b}b\n"),  # a CSV by any other name
+    ("sitemap.xml.gz", "{b}a\n{b}b\n"),
+])
+def test_a_compressed_or_misnamed_list_or_csv_is_read_as_what_it_holds(session, tmp_path, name,
+                                                                         content):
+    site = make_site(session)
+    data = content.format(b=site.base_url).encode()
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    report = import_file(session, site, path)
+    assert (report.added, report.rejected) == (2, 0), report.rejections
+    assert [loc for loc, *_ in snapshot(session, site)] == [f"{site.base_url}a",
+                                                             f"{site.base_url}b"]
+
+
+def test_a_compressed_sitemap_named_as_csv_is_read_as_a_sitemap(session, tmp_path):
+    site = make_site(session)
+    path = tmp_path / "urls.csv"
+    path.write_bytes(gzip.compress(
+        b'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        + f"<url><loc>{site.base_url}a</loc><lastmod>2026-01-02</lastmod></url>".encode()
+        + b"</urlset>"))
+    assert import_file(session, site, path).added == 1
+    assert snapshot(session, site)[0][:2] == (f"{site.base_url}a", "2026-01-02")
+
+
+def test_a_truncated_gzip_list_is_refused_whole_as_a_damaged_file(session, tmp_path):
+    site = make_site(session)
+    packed = gzip.compress("".join(f"{site.base_url}p/{n}\n" for n in range(5000)).encode())
+    path = tmp_path / "urls.txt.gz"
+    path.write_bytes(packed[:len(packed) // 2])
+    with pytest.raises(ImportFormatError, match="urls.txt.gz is not a readable gzip file"):
+        import_file(session, site, path)
+    session.rollback()
+    assert snapshot(session, site) == []
+
+
+# 3. Files saved in the encodings of Japanese spreadsheets
+
+JAPANESE_CSV = "loc,lastmod\n{b}ソフト/表示,2026-01-01\n{b}商品/①番,2026-01-02\n"
+
+
+@pytest.mark.parametrize(("choice", "codec"), [("shift_jis", "cp932"), ("euc-jp", "euc_jp"),
+                                               ("utf-8", "utf-8-sig")])
+def test_a_csv_of_japanese_paths_is_read_in_the_encoding_chosen(session, tmp_path, choice, codec):
+    # ソ and 表 end in the byte of a backslash in Shift_JIS; ① is a Windows (cp932) character.
+    # The file's encoding is not the site's: its URLs are percent-encoded in UTF-8.
+    site = japanese_site(session)
+    content = JAPANESE_CSV if codec != "euc_jp" else JAPANESE_CSV.replace("①", "一")
+    path = tmp_path / "urls.csv"
+    path.write_bytes(content.format(b=site.base_url).encode(codec))
+    report = import_file(session, site, path, encoding=choice)
+    assert (report.added, report.rejected) == (2, 0), report.rejections
+    expected = [check_url(site, line.split(",")[0]).loc
+                for line in content.format(b=site.base_url).splitlines()[1:]]
+    assert sorted(loc for loc, *_ in snapshot(session, site)) == sorted(expected)
+
+
+@pytest.mark.parametrize(("codec", "chosen", "says"), [
+    ("cp932", "utf-8", ("line 2 of the file is not UTF-8 text: the file looks like Shift_JIS. "
+                        "Choose the encoding shift_jis")),
+    ("euc_jp", "utf-8", ("line 2 of the file is not UTF-8 text: the file looks like EUC-JP. "
+                         "Choose the encoding euc-jp")),
+    ("utf-8", "euc-jp", "line 2 of the file is not EUC-JP text: the file looks like UTF-8."),
+])
+def test_a_file_in_another_encoding_is_refused_naming_the_line_and_the_encoding_to_choose(
+        session, tmp_path, codec, chosen, says):
+    site = japanese_site(session)
+    path = tmp_path / "urls.csv"
+    path.write_bytes(f"loc\n{site.base_url}ソフト/表示/ページ\n".encode(codec))
+    with pytest.raises(ImportFormatError) as refused:
+        import_file(session, site, path, encoding=chosen)
+    assert says in str(refused.value) and "codec" not in str(refused.value)
+    session.rollback()
+    assert snapshot(session, site) == []
+
+
+def test_a_utf8_file_with_a_byte_order_mark_is_utf8_whatever_was_chosen(session, tmp_path):
+    site = japanese_site(session)
+    path = tmp_path / "urls.csv"
+    path.write_bytes(f"loc\n{site.base_url}ソフト\n".encode("utf-8-sig"))
+    assert import_file(session, site, path, encoding="shift_jis").added == 1
+    assert snapshot(session, site)[0][0] == check_url(site, f"{site.base_url}ソフト").loc
+
+
+def test_a_gzip_compressed_shift_jis_list_is_read_after_decompression(session, tmp_path):
+    site = japanese_site(session)
+    path = tmp_path / "urls.txt.gz"
+    path.write_bytes(gzip.compress(f"{site.base_url}表示\n".encode("cp932")))
+    assert import_file(session, site, path, encoding="shift_jis").added == 1
+
+
+def test_a_bad_upload_is_logged_in_one_line_at_info(app, session, caplog):
+    site = japanese_site(session)
+    upload = f"loc\n{site.base_url}ソフト\n".encode("cp932")
+    with caplog.at_level(logging.DEBUG, logger="webapp.tasks.work"):
+        task_id = tasks.start(session, app, "import", site, payload=gzip.compress(upload))
+        session.commit()  # queued on commit; here the work runs at once
+        state = tasks.read(session, task_id)
+    assert state["status"] == "failed" and "line 2 of the file is not UTF-8" in state["message"]
+    [record] = [r for r in caplog.records if r.name == "webapp.tasks.work"]
+    assert record.levelno == logging.INFO and record.exc_info is None
+    assert "\n" not in record.getMessage() and "line 2" in record.getMessage()
+
+
+def test_a_csv_with_images_but_no_titles_keeps_the_stored_titles_of_the_same_images(session,
+                                                                                     tmp_path):
+    site = make_site(session)
+    store(session, site, {"loc": f"{site.base_url}a", "fields": {},
+                          "images": [(site.base_url, "a.jpg", "Front", "A caption")],
+                          "alternates": [], "own_language": "en"})
+    session.commit()
+    path = tmp_path / "urls.csv"
+    path.write_text(f"loc,images\n{site.base_url}a,{site.base_url}a.jpg {site.base_url}b.jpg\n",
+                    encoding="utf-8")
+    assert import_file(session, site, path).updated == 1
+    assert snapshot(session, site)[0][4] == [(f"{site.base_url}a.jpg", "Front", "A caption"),
+                                             (f"{site.base_url}b.jpg", None, None)]

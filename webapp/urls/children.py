@@ -26,18 +26,28 @@ class Children:
 
 
 def write_children(session: Session, site: Site, urls: Sequence[Children],
-                   change_seq: Callable[[], int]) -> set[str]:
+                   change_seq: Callable[[], int], keep: frozenset[str] = frozenset()) -> set[str]:
     """Replace the images and alternates that differ from what is stored (the URLs' own rows
     are written already); the locs whose images or alternates changed. `change_seq()` gives the
-    change number the changed URLs carry."""
+    change number the changed URLs carry. `keep` names what the images as given do not say
+    ("title", "caption"): an image keeps the stored one of the same image URL."""
     changed: set[str] = set()
     for start in range(0, len(urls), IN_CHUNK):
-        changed |= _write_some(session, site, urls[start:start + IN_CHUNK], change_seq)
+        changed |= _write_some(session, site, urls[start:start + IN_CHUNK], change_seq, keep)
     return changed
 
 
+def _kept(given: Sequence[Image], stored: list[Image], keep: frozenset[str]) -> list[Image]:
+    texts: dict[str, tuple[str | None, str | None]] = {}
+    for loc, title, caption in stored:
+        texts.setdefault(loc, (title, caption))
+    return [(loc, texts.get(loc, (None, None))[0] if "title" in keep else title,
+             texts.get(loc, (None, None))[1] if "caption" in keep else caption)
+            for loc, title, caption in given]
+
+
 def _write_some(session: Session, site: Site, urls: Sequence[Children],
-                change_seq: Callable[[], int]) -> set[str]:
+                change_seq: Callable[[], int], keep: frozenset[str]) -> set[str]:
     ids = dict(session.execute(select(Url.loc, Url.id).where(
         Url.site_id == site.id, Url.loc.in_([url.loc for url in urls]))).all())
     images: dict[int, list[Image]] = defaultdict(list)
@@ -54,8 +64,11 @@ def _write_some(session: Session, site: Site, urls: Sequence[Children],
     new_images, new_alternates, changed = {}, {}, set()
     for url in urls:
         url_id = ids[url.loc]
-        if url.images is not None and list(url.images) != images[url_id]:
-            new_images[url_id] = url.images
+        given = url.images
+        if given is not None:
+            given = _kept(given, images[url_id], keep) if keep else list(given)
+        if given is not None and given != images[url_id]:
+            new_images[url_id] = given
             changed.add(url.loc)
         if url.alternates is not None and dict(url.alternates) != alternates[url_id]:
             new_alternates[url_id] = url.alternates

@@ -32,8 +32,9 @@ from webapp.protocol import FIELD_RULES
 from webapp.urls.changes import count_live, hold_site, next_change_seq
 from webapp.urls.children import Children, write_children
 from webapp.urls.csv_rows import CSV_COLUMNS, EXTENSION_COLUMNS, validate_text
-from webapp.urls.csv_rows import FIELDS as COLUMNS
+from webapp.urls.csv_rows import FIELDS as COLUMNS  # the columns a URL's own row stores
 from webapp.urls.encodings import undecodable
+
 CHUNK_CHARS = 512 * 1024  # about 5,000 rows: one existence query and one executemany each
 MAX_REPORTED = 10_000  # rejections kept word for word; beyond that they are only counted
 PARALLEL_FROM_BYTES = 4 << 20  # below this, starting a worker process costs more than it saves
@@ -210,7 +211,7 @@ def import_urls(session: Session, site: Site, stream: TextIO, parallel: bool | N
                     report.duplicates += 1
                 batch[loc] = values
             if batch and extended:
-                _write_extended(session, site, fields, batch, report)
+                _write_extended(session, site, columns, batch, report)
             elif batch:
                 write_batch(session, site, fields, batch, report)
             if progress and size:
@@ -225,24 +226,29 @@ def import_urls(session: Session, site: Site, stream: TextIO, parallel: bool | N
     return report
 
 
-def _write_extended(session: Session, site: Site, fields: tuple[str, ...],
+def _write_extended(session: Session, site: Site, columns: tuple[str, ...],
                     batch: dict[str, tuple], report: ImportReport) -> None:
-    """write_batch for rows that end with their images and alternates, then those."""
+    """write_batch for rows that end with their images and alternates, then those. Without
+    a column of image titles (or captions), an image keeps the stored ones."""
     report.unchanged_locs = set()
+    fields = tuple(name for name in columns if name not in EXTENSION_COLUMNS)
     write_batch(session, site, fields, {loc: values[:-2] for loc, values in batch.items()},
                 report)
     write_extensions(session, site, [
         Children(loc, images, None if alternates is None else dict(alternates))
-        for loc, (*_, images, alternates) in batch.items()], report)
+        for loc, (*_, images, alternates) in batch.items()], report,
+        frozenset(kept for kept, column in (("title", "image_titles"),
+                                            ("caption", "image_captions"))
+                  if column not in columns))
     report.unchanged_locs = None
 
 
 def write_extensions(session: Session, site: Site, urls: list[Children],
-                     report: ImportReport) -> None:
+                     report: ImportReport, keep: frozenset[str] = frozenset()) -> None:
     """Store the images and alternates of URLs that write_batch has just written with
     `report.unchanged_locs` kept: a URL whose only change is there counts as updated."""
     changed = write_children(session, site, urls,
-                             lambda: report.take_change_seq(session, site.id))
+                             lambda: report.take_change_seq(session, site.id), keep)
     moved = len(changed & report.unchanged_locs)
     report.unchanged, report.updated = report.unchanged - moved, report.updated + moved
 
