@@ -159,13 +159,18 @@ def test_a_large_export_read_by_the_worker_process_gives_back_the_same_site(sess
     assert snapshot(session, copy) == snapshot(session, original)
 
 
-def test_importing_an_export_again_changes_nothing_and_a_changed_title_is_an_update(session,
-                                                                                     tmp_path):
+def site_with_a_titled_image(session):
     site = make_site(session)
     store(session, site, {"loc": f"{site.base_url}a", "fields": {},
                           "images": [(site.base_url, "a.jpg", "Front", "A caption")],
                           "alternates": [], "own_language": "en"})
     session.commit()
+    return site
+
+
+def test_importing_an_export_again_changes_nothing_and_a_changed_title_is_an_update(session,
+                                                                                     tmp_path):
+    site = site_with_a_titled_image(session)
     path = tmp_path / "export.csv"
     path.write_text(exported(session, site), encoding="utf-8", newline="")
     report = import_file(session, site, path)
@@ -321,11 +326,7 @@ def test_a_bad_upload_is_logged_in_one_line_at_info(app, session, caplog):
 
 def test_a_csv_with_images_but_no_titles_keeps_the_stored_titles_of_the_same_images(session,
                                                                                      tmp_path):
-    site = make_site(session)
-    store(session, site, {"loc": f"{site.base_url}a", "fields": {},
-                          "images": [(site.base_url, "a.jpg", "Front", "A caption")],
-                          "alternates": [], "own_language": "en"})
-    session.commit()
+    site = site_with_a_titled_image(session)
     path = tmp_path / "urls.csv"
     path.write_text(f"loc,images\n{site.base_url}a,{site.base_url}a.jpg {site.base_url}b.jpg\n",
                     encoding="utf-8")
