@@ -305,7 +305,8 @@ def test_a_file_that_is_not_utf8_fails_in_one_line_and_stores_nothing(
     content = "".join(f"{SHOP}p{n}\n" for n in range(good_lines)).encode()
     result = import_file(runner, shop, tmp_path / "urls.txt",
                          content + f"{SHOP}café\n".encode("latin-1"))
-    assert_fails_cleanly(result, "cannot be read as UTF-8")
+    assert_fails_cleanly(result, f"line {good_lines + 1} of the file is not UTF-8 text.",
+                         "Save the file as UTF-8, or choose the encoding")
     assert live_urls(session) == {}
 
 

@@ -17,7 +17,16 @@ from sqlalchemy import delete, func, select, update
 
 from tests.builders import make_site, make_urls
 from webapp import jobs
-from webapp.models import Delivery, Generation, SignInThrottle, Site, Url, User, utcnow
+from webapp.models import (
+    Delivery,
+    Generation,
+    SignInThrottle,
+    Site,
+    Url,
+    UrlImage,
+    User,
+    utcnow,
+)
 from webapp.urls import health, save_url
 from webapp.users import create_user
 
@@ -335,9 +344,71 @@ def test_export_is_a_csv_the_import_reads_back(as_role, shop):
     answer = as_role("viewer").get("/sites/shop/urls.csv")
     assert answer.mimetype == "text/csv"
     lines = answer.text.splitlines()
-    assert lines[0] == "loc,lastmod,changefreq,priority"
-    assert lines[1] == f"{shop.base_url}page/0,2026-01-01,,"
+    assert lines[0] == ("loc,lastmod,changefreq,priority,images,image_titles,image_captions,"
+                        "alternates")
+    assert lines[1] == f"{shop.base_url}page/0,2026-01-01,,,,,,"
     assert len(lines) == 4
+
+
+def test_the_cli_export_is_the_dashboards_and_imports_back_into_a_fresh_site(as_role, runner,
+                                                                          session, shop,
+                                                                          tmp_path):
+    save_url(session, shop, f"{shop.base_url}page/0", {"changefreq": "daily", "priority": "0.8"},
+             images=[f"{shop.base_url}a.jpg", "https://cdn.example.net/b.jpg"],
+             alternates=[f"en={shop.base_url}page/0", f"de={shop.base_url}de/page/0"])
+    session.flush()
+    session.execute(update(UrlImage).where(UrlImage.loc == f"{shop.base_url}a.jpg").values(
+        title="Front, \"quoted\"\nsecond line", caption="C:\\new"))
+    session.commit()
+    downloaded = as_role("viewer").get("/sites/shop/urls.csv").get_data()
+    assert runner.invoke(args=["urls", "export", "shop", str(tmp_path / "urls.csv")]).exit_code == 0
+    assert (tmp_path / "urls.csv").read_bytes() == downloaded
+    assert runner.invoke(args=["urls", "export", "shop", "-"]).stdout_bytes == downloaded
+    assert b'Front, ""quoted""\\nsecond line' in downloaded  # one line per image, escaped
+    copy = make_site(session, "Copy", shop.base_url, sitemap_url=f"{shop.base_url}copy.xml")
+    result = runner.invoke(args=["urls", "import", copy.slug, str(tmp_path / "urls.csv")])
+    assert result.exit_code == 0 and result.stdout.startswith("added 3,"), result.output
+
+    def stored(site):
+        session.expire_all()
+        return [(u.loc, u.lastmod, u.changefreq, u.priority,
+                 [(i.loc, i.title, i.caption) for i in u.images],
+                 [(a.hreflang, a.href) for a in u.alternates])
+                for u in session.scalars(select(Url).where(Url.site_id == site.id)
+                                         .order_by(Url.loc))]
+
+    assert stored(copy) == stored(shop)
+    assert stored(copy)[0][4][0] == (f"{shop.base_url}a.jpg", 'Front, "quoted"\nsecond line',
+                                     "C:\\new")
+
+
+def test_an_uploaded_gzip_list_and_a_shift_jis_csv_are_imported(as_role, session, shop):
+    editor = as_role("editor")
+    for name, content, encoding in (
+            ("urls.txt.gz", gzip.compress(f"{shop.base_url}gz-1\n".encode()), "utf-8"),
+            ("urls.csv", f"loc\n{shop.base_url}ソフト\n".encode("cp932"), "shift_jis")):
+        answer = editor.post("/sites/shop/import", content_type="multipart/form-data", data={
+            "csrf_token": editor.csrf, "file": (io.BytesIO(content), name), "encoding": encoding})
+        state = wait_for_task(editor, answer.headers["Location"])
+        assert state["message"].startswith("added 1, "), state
+    assert session.scalar(select(func.count()).select_from(Url)) == 5
+
+
+def test_a_shift_jis_upload_read_as_utf8_says_which_line_and_encoding(as_role, session, shop):
+    editor = as_role("editor")
+    page = editor.get("/sites/shop/import").text
+    assert '<option value="shift_jis">Shift_JIS</option>' in page
+    answer = editor.post("/sites/shop/import", content_type="multipart/form-data", data={
+        "csrf_token": editor.csrf, "encoding": "utf-8", "file": (io.BytesIO(
+            f"loc\n{shop.base_url}ok\n{shop.base_url}ソフト\n".encode("cp932")), "urls.csv")})
+    state = wait_for_task(editor, answer.headers["Location"])
+    assert state["status"] == "failed"
+    assert state["message"].startswith("line 3 of the file is not UTF-8 text: the file looks "
+                                       "like Shift_JIS. Choose the encoding shift_jis")
+    assert session.scalar(select(func.count()).select_from(Url)) == 3  # nothing of it stored
+    answer = editor.post("/sites/shop/import", content_type="multipart/form-data", data={
+        "csrf_token": editor.csrf, "encoding": "latin-9", "file": (io.BytesIO(b"x"), "urls.csv")})
+    assert answer.status_code == 422 and "encoding &#39;latin-9&#39;: must be one of" in answer.text
 
 
 def test_an_export_returns_its_database_connection_when_the_download_ends(app, as_role, shop):

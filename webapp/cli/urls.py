@@ -17,6 +17,9 @@ from webapp.outbound import Policy
 from webapp.protocol import CHANGEFREQS
 from webapp.sites import find_site
 from webapp.urls import (
+    ENCODINGS,
+    check_encoding_choice,
+    csv_chunks,
     delete_url,
     fetch_source,
     hreflang,
@@ -63,13 +66,17 @@ def urls_delete(site_ref, loc):
 @group.command("import")
 @click.argument("site_ref", metavar="SITE")
 @click.argument("source", metavar="FILE|URL")
+@click.option("--encoding", type=click.Choice(list(ENCODINGS), case_sensitive=False),
+              default="utf-8", show_default=True,
+              help="Of a CSV or list file; shift_jis is what Excel on Japanese Windows saves.")
 @click.option("--rewrite-origin", is_flag=True,
               help="Sitemaps: move URLs on the file's origin (scheme://host[:port] of its "
                    "first URL) to the site's, e.g. http://example.com to https://example.com.")
 @friendly_errors
-def urls_import(site_ref, source, rewrite_origin):
-    """Import a CSV (header loc,lastmod,changefreq,priority), a list of URLs one per line, or
-    a sitemap (urlset or index, plain or gzip, with its images and hreflang alternates) from a
+def urls_import(site_ref, source, encoding, rewrite_origin):
+    """Import a CSV (header loc,lastmod,changefreq,priority,images,image_titles,
+    image_captions,alternates, as `urls export` writes), a list of URLs one per line, or a
+    sitemap (urlset or index, plain or gzip, with its images and hreflang alternates) from a
     file or an http(s) URL.
 
     Valid rows are stored, each rejected row is listed with its line number (for a sitemap,
@@ -86,7 +93,8 @@ def urls_import(site_ref, source, rewrite_origin):
             if not data.is_file():
                 raise click.BadParameter(f"{source} is not a file or an http(s) URL",
                                          param_hint="FILE")
-        with open_import(data, name, site.base_url, source_url, policy) as stream:
+        with open_import(data, name, site.base_url, source_url, policy,
+                         check_encoding_choice(encoding)) as stream:
             report = import_opened(session, site, stream, rewrite_origin)
     click.echo(report.summary())
     for line, reason in report.rejections:
@@ -109,6 +117,30 @@ def urls_complete_hreflang(site_ref):
     click.echo(report.summary())
     for reason in report.skipped:
         click.echo(reason, err=True)
+
+
+@group.command("export")
+@click.argument("site_ref", metavar="SITE")
+@click.argument("target", metavar="FILE")
+@friendly_errors
+def urls_export(site_ref, target):
+    """Write the site's live URLs to FILE (`-`: standard output) as CSV, every field with
+    images and alternates: the dashboard's export, which `urls import` reads back. The file is
+    replaced only once it is written whole."""
+    with session_scope() as session:
+        chunks = csv_chunks(session, find_site(session, site_ref))
+        if target == "-":
+            for chunk in chunks:
+                click.echo(chunk, nl=False)
+            return
+        path = Path(target)
+        partial = path.with_name(f".{path.name}.partial")
+        try:
+            with open(partial, "w", encoding="utf-8", newline="") as out:
+                out.writelines(chunks)
+            partial.replace(path)
+        finally:
+            partial.unlink(missing_ok=True)
 
 
 @group.command("list")

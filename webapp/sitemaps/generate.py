@@ -29,7 +29,7 @@ from webapp.sitemaps.build import (
     urlset_open,
     write_index,
 )
-from webapp.sitemaps.publish import Entry, PublishedSet, SitemapStore, same_as_published
+from webapp.sitemaps.publish import Entry, SitemapStore, same_as_published
 from webapp.sitemaps.rows import counted, live_count, url_entries, uses
 
 

@@ -31,7 +31,7 @@ from webapp.urls import ImportFormatError, fetch_source, import_opened, open_imp
 log = logging.getLogger(__name__)
 
 # What the work raises for input it refuses or a site that is busy: said to the person, and
-# logged in one line at INFO, as any other expected answer (a bad upload is no fault here).
+# logged in one line at INFO, as any other expected answer (a bad upload is not a fault).
 EXPECTED = (InvalidValue, NotFound, ImportFormatError, SiteBusy, OutboundError)
 
 
@@ -49,7 +49,7 @@ def _recorded(task_id: str, work: Callable[[records.Progress], str]) -> None:
         message, status = work(progress), "done"
     except Exception as exc:  # shown on the page: the work's own errors say what to do
         if isinstance(exc, EXPECTED):
-            log.info("task %s refused: %s", task_id, exc)
+            log.info("task %s refused: %s", task_id, " ".join(str(exc).split()))
         else:
             log.exception("task %s failed", task_id)
         message, status = str(exc) or type(exc).__name__, "failed"
@@ -115,10 +115,10 @@ def preflight(task_id: str, site_id: int) -> None:
 
 
 def import_urls_task(task_id: str, site_id: int, source_url: str | None = None,
-                     rewrite_origin: bool = False) -> None:
+                     rewrite_origin: bool = False, encoding: str = "utf-8") -> None:
     """Import what the task's record carries (an upload, gzip-compressed) or what
     `source_url` answers, fetched here on the worker; `rewrite_origin`: see
-    urls.import_opened."""
+    urls.import_opened; `encoding` is that of a CSV or list."""
     app = _app()
     policy = Policy.of(app.config)
 
@@ -137,8 +137,8 @@ def import_urls_task(task_id: str, site_id: int, source_url: str | None = None,
                     shutil.copyfileobj(upload, handle, 1 << 20)
             handle.flush()
             with session_scope(app) as session, open_import(
-                    Path(handle.name), source_url or "the sitemap", site.base_url,
-                    source_url or None, policy) as stream:
+                    Path(handle.name), source_url or "the uploaded file", site.base_url,
+                    source_url or None, policy, encoding) as stream:
                 report = import_opened(session, session.get(Site, site_id), stream,
                                        rewrite_origin, progress)
         records.drop_payload(app, task_id)

@@ -1,9 +1,10 @@
 """Incoming URLs, however they arrive: one edited in a form or on the command line (`edit`),
 many at once from a content system (`bulk`), a CSV file or list (`importing`, whose rows are
-checked by `csv_rows`, in a worker process for large files), an existing sitemap (read by
-`sitemap_reader`, imported with its extensions by `sitemap_import`), fetched or uploaded
-(`sources`); the change log every write feeds (`changes`); what a site owner should hear
-about a site's URLs (`health`); and hreflang clusters (`hreflang`).
+checked by `csv_rows`, in a worker process for large files, in an encoding of `encodings`), an
+existing sitemap (read by `sitemap_reader`, imported with its extensions by `sitemap_import`),
+fetched or uploaded (`sources`); images and alternates of many URLs (`children`); the CSV export
+the import reads back (`exporting`); the change log every write feeds (`changes`); what a site
+owner should hear about a site's URLs (`health`); and hreflang clusters (`hreflang`).
 
 Others use the names below. Each is loaded from its module on first use (PEP 562), so that the
 worker process of a large import, which needs `csv_rows` alone, loads none of the database layer.
@@ -19,6 +20,8 @@ _HOMES = {
     "upsert_urls": "bulk",
     "changed_locs": "changes", "committed_change_seq": "changes", "next_change_seq": "changes",
     "urls_changed": "changes",
+    "ENCODINGS": "encodings", "check_encoding_choice": "encodings",
+    "csv_chunks": "exporting",
     "check_url": "edit", "delete_url": "edit", "delete_urls": "edit", "save_url": "edit",
     "starting_with": "edit",
     "COLUMNS": "importing", "ImportFormatError": "importing", "ImportReport": "importing",

@@ -7,23 +7,22 @@ is stored whole (its valid items) or, when the database fails, not at all.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from numbers import Real
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from webapp.errors import InvalidValue
-from webapp.models import Site, Url, UrlAlternate, UrlImage
+from webapp.models import Site, Url
 from webapp.protocol import FIELD_RULES, normalize_url
+from webapp.urls.children import IN_CHUNK, Children
 from webapp.urls.edit import CheckedUrl, check_url, delete_urls
-from webapp.urls.importing import COLUMNS, ImportReport, write_batch
+from webapp.urls.importing import COLUMNS, ImportReport, write_batch, write_extensions
 
 ITEM_FIELDS = ("loc", *FIELD_RULES, "images", "alternates")
 MAX_ITEMS = 10_000
-_IN_CHUNK = 500  # locs per IN (...) lookup
 
 
 @dataclass
@@ -119,73 +118,15 @@ def upsert_urls(session: Session, site: Site, items: Sequence[object]) -> SyncRe
     counts = ImportReport(unchanged_locs=set())
     for columns, batch in batches.items():
         write_batch(session, site, columns, batch, counts)
-    write_children(session, site, [url for _, url, _ in checked.values()
-                                   if url.images is not None or url.alternates is not None],
-                   counts)
+    write_extensions(session, site, [
+        Children(url.loc, None if url.images is None else [(image, None, None)
+                                                           for image in url.images],
+                 url.alternates)
+        for _, url, _ in checked.values() if url.images is not None or url.alternates is not None
+    ], counts)
     report.created, report.updated = counts.added, counts.updated
     report.unchanged = counts.unchanged
     return report
-
-
-def write_children(session: Session, site: Site, urls: Sequence[CheckedUrl],
-                   counts: ImportReport) -> None:
-    """Replace the images and alternates of stored URLs that differ from `urls`' (None: keep
-    them); a URL counted unchanged (in counts.unchanged_locs) whose only change is there is
-    counted updated. An image is its loc, or (loc, title, caption)."""
-    for start in range(0, len(urls), _IN_CHUNK):
-        changed = _write_children(session, site, urls[start:start + _IN_CHUNK], counts)
-        moved = len(changed & counts.unchanged_locs)  # only their images or alternates changed
-        counts.unchanged, counts.updated = counts.unchanged - moved, counts.updated + moved
-
-
-def _image_rows(images: Sequence[str | tuple]) -> list[tuple]:
-    """Images as (loc, title, caption), as stored."""
-    return [(image, None, None) if isinstance(image, str) else tuple(image) for image in images]
-
-
-def _write_children(session: Session, site: Site, urls: Sequence[CheckedUrl],
-                    counts: ImportReport) -> set[str]:
-    """Replace the images and alternates that differ from what is stored; the locs changed."""
-    ids = dict(session.execute(select(Url.loc, Url.id).where(
-        Url.site_id == site.id, Url.loc.in_([url.loc for url in urls]))).all())
-    images: dict[int, list[tuple]] = defaultdict(list)
-    for url_id, *image in session.execute(select(
-            UrlImage.url_id, UrlImage.loc, UrlImage.title, UrlImage.caption).where(
-            UrlImage.url_id.in_(ids.values())).order_by(UrlImage.url_id, UrlImage.position)):
-        images[url_id].append(tuple(image))
-    alternates: dict[int, dict[str, str]] = defaultdict(dict)
-    for url_id, lang, href in session.execute(select(
-            UrlAlternate.url_id, UrlAlternate.hreflang, UrlAlternate.href).where(
-            UrlAlternate.url_id.in_(ids.values()))):
-        alternates[url_id][lang] = href
-    new_images, new_alternates, changed = {}, {}, set()
-    for url in urls:
-        url_id = ids[url.loc]
-        if url.images is not None and _image_rows(url.images) != images[url_id]:
-            new_images[url_id] = _image_rows(url.images)
-            changed.add(url.loc)
-        if url.alternates is not None and url.alternates != alternates[url_id]:
-            new_alternates[url_id] = url.alternates
-            changed.add(url.loc)
-    if not changed:
-        return changed
-    seq = counts.take_change_seq(session, site.id)
-    # Old rows go before new ones are added: (url, hreflang) is unique.
-    for model, replaced, rows in (
-            (UrlImage, new_images, [{"url_id": url_id, "loc": loc, "title": title,
-                                     "caption": caption, "position": n}
-                                    for url_id, rows in new_images.items()
-                                    for n, (loc, title, caption) in enumerate(rows)]),
-            (UrlAlternate, new_alternates, [{"url_id": url_id, "hreflang": lang, "href": href}
-                                            for url_id, pairs in new_alternates.items()
-                                            for lang, href in sorted(pairs.items())])):
-        if replaced:
-            session.execute(delete(model).where(model.url_id.in_(replaced)))
-        if rows:
-            session.execute(insert(model), rows)
-    session.execute(update(Url).where(Url.id.in_([ids[loc] for loc in changed]))
-                    .values(change_seq=seq).execution_options(synchronize_session=False))
-    return changed
 
 
 def delete_locs(session: Session, site: Site, locs: Sequence[object]) -> SyncReport:
@@ -201,10 +142,10 @@ def delete_locs(session: Session, site: Site, locs: Sequence[object]) -> SyncRep
             report.reject(index, exc)
     found: dict[str, int] = {}
     names = list(wanted)
-    for start in range(0, len(names), _IN_CHUNK):
+    for start in range(0, len(names), IN_CHUNK):
         found.update(session.execute(select(Url.loc, Url.id).where(
             Url.site_id == site.id, Url.deleted_at.is_(None),
-            Url.loc.in_(names[start:start + _IN_CHUNK]))).all())
+            Url.loc.in_(names[start:start + IN_CHUNK]))).all())
     report.deleted = delete_urls(session, site, found.values())
     report.not_found = [loc for loc in wanted if loc not in found]
     return report

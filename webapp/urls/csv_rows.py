@@ -1,18 +1,42 @@
-"""Parsing and checking a piece of an import file, apart from the rest of the application.
+"""The rows of a CSV file, both ways: parsing and checking a piece of an import file, apart from
+the rest of the application, and the cells an export writes for a URL's images and alternates.
 
-Large imports run this in a worker process, which then imports only these rules.
+Large imports run the checks in a worker process, which then imports only these rules.
+
+A URL's images and language versions take four columns, each cell a list of one item per line
+(what a spreadsheet shows as a cell of several lines):
+- `images`: the image URLs, in order (spaces between them are read as line breaks too);
+- `image_titles`, `image_captions`: one line per image, in the same order, an empty line for an
+  image without one; a line break inside a title is written `\\n`, a backslash `\\\\`;
+- `alternates`: `LANG=URL` pairs, the page itself among them, as in the edit form.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Sequence
 
 from webapp.errors import InvalidValue
-from webapp.protocol import FIELD_RULES, Scope
+from webapp.protocol import (
+    FIELD_RULES,
+    MAX_IMAGES_PER_URL,
+    Scope,
+    check_text,
+    format_priority,
+    normalize_hreflang,
+    normalize_url,
+)
 
 Row = tuple[int, list[str]]  # (line number, cells)
+Image = tuple[str, str | None, str | None]  # (loc, title, caption)
+# What a CSV row says of the URL's images and alternates; None: the file has no such column.
+Extensions = tuple[tuple[Image, ...] | None, tuple[tuple[str, str], ...] | None]
+
+FIELDS = ("loc", *FIELD_RULES)  # a URL's own columns, stored in its row
+EXTENSION_COLUMNS = ("images", "image_titles", "image_captions", "alternates")
+CSV_COLUMNS = (*FIELDS, *EXTENSION_COLUMNS)  # what an export writes, in this order
 
 
 def _rows(columns: tuple[str, ...], first_line: int, text: str) -> Iterator[Row]:
@@ -33,13 +57,18 @@ def _rows(columns: tuple[str, ...], first_line: int, text: str) -> Iterator[Row]
 
 def validate_text(base_url: str, encoding: str, columns: tuple[str, ...],
                   chunk: tuple[int, str]) -> tuple[list[tuple], list[tuple[int, str]]]:
-    """Parse and check a piece of the file: valid values in column order, and (line, reason).
+    """Parse and check a piece of the file: valid values, and (line, reason).
 
-    A pure function of its arguments, so it can run in a worker process.
+    The values of a row are its fields in the order of `columns` (extension columns left out),
+    followed, when the file has any extension column, by its images and its alternates
+    (`Extensions`). A pure function of its arguments, so it can run in a worker process.
     """
     normalize_loc = Scope(base_url, encoding).normalize
     names = columns or ("loc",)
-    rules = [normalize_loc if name == "loc" else FIELD_RULES[name] for name in names]
+    fields = [(n, normalize_loc if name == "loc" else FIELD_RULES[name])
+              for n, name in enumerate(names) if name in FIELDS]
+    extensions = {name: n for n, name in enumerate(names) if name in EXTENSION_COLUMNS}
+    loc_at = [name for name in names if name in FIELDS].index("loc")
     width = len(names)
     valid, rejected = [], []
     for line, cells in _rows(columns, *chunk):
@@ -47,7 +76,81 @@ def validate_text(base_url: str, encoding: str, columns: tuple[str, ...],
             rejected.append((line, f"has {len(cells)} fields; the header has {width}"))
             continue
         try:
-            valid.append(tuple(rule(cell) for rule, cell in zip(rules, cells)))
+            values = tuple(rule(cells[n]) for n, rule in fields)
+            if extensions:
+                given = {name: cells[n] for name, n in extensions.items()}
+                values += read_extensions(values[loc_at], given, encoding)
+            valid.append(values)
         except InvalidValue as exc:
             rejected.append((line, str(exc)))
     return valid, rejected
+
+
+# --- Images and alternates in cells ------------------------------------------------------------
+
+_ESCAPED = re.compile(r"\\([\\nr])")
+_UNESCAPED = {"\\": "\\", "n": "\n", "r": "\r"}
+
+
+def _lines(cell: str) -> list[str]:
+    return [line.removesuffix("\r") for line in cell.split("\n")]
+
+
+def _texts(name: str, cell: str, count: int) -> list[str | None]:
+    """The titles (or captions) of `count` images: one line each, or an empty cell for none."""
+    if not cell.strip():
+        return [None] * count
+    lines = _lines(cell)
+    if len(lines) != count:
+        raise InvalidValue(name, cell, f"has {len(lines)} lines and there are {count} images: "
+                           "write one line per image, an empty line for an image without one")
+    texts = [check_text(name, _ESCAPED.sub(lambda m: _UNESCAPED[m[1]], line)) for line in lines]
+    return [text or None for text in texts]
+
+
+def read_extensions(loc: str, cells: dict[str, str], encoding: str) -> Extensions:
+    """A row's images and alternates from its extension cells, checked by the protocol's rules,
+    or InvalidValue naming the column."""
+    images = None
+    if "images" in cells:
+        locs = [normalize_url(image, encoding, field="images") for image in cells["images"].split()]
+        if len(locs) > MAX_IMAGES_PER_URL:
+            raise InvalidValue("images", f"{len(locs)} images",
+                               f"a URL may have at most {MAX_IMAGES_PER_URL}")
+        titles = _texts("image_titles", cells.get("image_titles", ""), len(locs))
+        captions = _texts("image_captions", cells.get("image_captions", ""), len(locs))
+        images = tuple(zip(locs, titles, captions))
+    alternates = None
+    if "alternates" in cells:
+        pairs: dict[str, str] = {}
+        for pair in cells["alternates"].split():
+            lang, sep, href = pair.partition("=")
+            if not sep:
+                raise InvalidValue("alternates", pair, "must be written as LANG=URL, e.g. "
+                                   "de=https://...")
+            lang = normalize_hreflang(lang)
+            if lang in pairs:
+                raise InvalidValue("alternates", pair, f"names the language {lang} twice")
+            pairs[lang] = normalize_url(href, encoding, field="alternates")
+        if pairs and loc not in pairs.values():
+            raise InvalidValue("alternates", ", ".join(pairs), f"must include {loc} itself "
+                               "with its own language, e.g. en=" + loc)
+        alternates = tuple(sorted(pairs.items()))
+    return images, alternates
+
+
+def _escaped(text: str | None) -> str:
+    return (text or "").replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+
+
+def export_row(loc: str, lastmod: str | None, changefreq: str | None, priority: float | None,
+               images: Sequence[Image], alternates: Sequence[tuple[str, str]]) -> list[str]:
+    """The cells of a URL in the order of CSV_COLUMNS, as the import reads them back."""
+    titles = [_escaped(title) for _, title, _ in images]
+    captions = [_escaped(caption) for _, _, caption in images]
+    return [loc, lastmod or "", changefreq or "",
+            "" if priority is None else format_priority(priority),
+            "\n".join(image for image, _, _ in images),
+            "\n".join(titles) if any(titles) else "",
+            "\n".join(captions) if any(captions) else "",
+            "\n".join(f"{lang}={href}" for lang, href in alternates)]

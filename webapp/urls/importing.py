@@ -1,5 +1,7 @@
 """Bulk import of URLs from a CSV file with a header, or a plain list with one URL per line.
 
+The CSV's columns are a URL's fields and, optionally, its images and alternates (csv_rows).
+
 Rows are validated one by one (a row is stored whole or not at all) and written in batches:
 one query finds which locs exist, then executemany inserts and updates. Large files are
 validated in a worker process while this one parses and writes, so both cores work. The caller
@@ -28,9 +30,11 @@ from webapp.errors import InvalidValue
 from webapp.models import Site, Url
 from webapp.protocol import FIELD_RULES
 from webapp.urls.changes import count_live, hold_site, next_change_seq
-from webapp.urls.csv_rows import validate_text
+from webapp.urls.children import Children, write_children
+from webapp.urls.csv_rows import CSV_COLUMNS, EXTENSION_COLUMNS, validate_text
+from webapp.urls.csv_rows import FIELDS as COLUMNS  # the columns a URL's own row stores
+from webapp.urls.encodings import undecodable
 
-COLUMNS = ("loc", *FIELD_RULES)
 CHUNK_CHARS = 512 * 1024  # about 5,000 rows: one existence query and one executemany each
 MAX_REPORTED = 10_000  # rejections kept word for word; beyond that they are only counted
 PARALLEL_FROM_BYTES = 4 << 20  # below this, starting a worker process costs more than it saves
@@ -96,11 +100,16 @@ def read_header(stream: TextIO) -> tuple[tuple[str, ...], int, str]:
     cells = [cell.strip() for cell in next(csv.reader([first]), [])]
     header = [cell.lower() for cell in cells]
     if "loc" in header:
-        unknown = [name for name in header if name not in COLUMNS]
-        if unknown or len(set(header)) != len(header):
+        unknown = [name for name in header if name not in CSV_COLUMNS]
+        repeated = [name for name in header if header.count(name) > 1]
+        if unknown or repeated:
             raise ImportFormatError(
-                f"line {number}: unknown or repeated column {(unknown or header)[0]!r}; the "
-                f"columns are {', '.join(COLUMNS)} (loc is required)")
+                f"line {number}: unknown or repeated column {(unknown or repeated)[0]!r}; the "
+                f"columns are {', '.join(CSV_COLUMNS)} (loc is required)")
+        for name in ("image_titles", "image_captions"):
+            if name in header and "images" not in header:
+                raise ImportFormatError(f"line {number}: the column {name} needs an images "
+                                        "column: one line of it per image")
         return tuple(header), number + 1, ""
     if len(cells) > 1 and (not cells[0].lower().startswith(("http://", "https://"))
                            or any(_is_field_value(cell) for cell in cells[1:])):
@@ -187,7 +196,9 @@ def import_urls(session: Session, site: Site, stream: TextIO, parallel: bool | N
     try:
         columns, first_line, first = read_header(stream)
         validate = partial(validate_text, site.base_url, site.encoding, columns)
-        loc_at = columns.index("loc") if columns else 0
+        fields = tuple(name for name in columns or ("loc",) if name not in EXTENSION_COLUMNS)
+        extended = len(fields) != len(columns or ("loc",))  # rows end with images, alternates
+        loc_at = fields.index("loc")
         chunks = text_chunks(stream, first_line, first, quoted=bool(columns), size=chunk_chars)
         checked = _map_ahead(pool, validate, chunks) if pool else map(validate, chunks)
         for valid, rejected in checked:
@@ -199,16 +210,47 @@ def import_urls(session: Session, site: Site, stream: TextIO, parallel: bool | N
                 if loc in batch:
                     report.duplicates += 1
                 batch[loc] = values
-            if batch:
-                write_batch(session, site, columns or ("loc",), batch, report)
+            if batch and extended:
+                _write_extended(session, site, columns, batch, report)
+            elif batch:
+                write_batch(session, site, fields, batch, report)
             if progress and size:
                 progress(min(stream.tell(), size), size)
-    except (UnicodeDecodeError, csv.Error) as exc:
-        raise ImportFormatError(f"the file cannot be read as UTF-8 CSV or text: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ImportFormatError(undecodable(stream, exc)) from None
+    except csv.Error as exc:
+        raise ImportFormatError(f"the file cannot be read as CSV: {exc}") from None
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
     return report
+
+
+def _write_extended(session: Session, site: Site, columns: tuple[str, ...],
+                    batch: dict[str, tuple], report: ImportReport) -> None:
+    """write_batch for rows that end with their images and alternates, then those. Without
+    a column of image titles (or captions), an image keeps the stored ones."""
+    report.unchanged_locs = set()
+    fields = tuple(name for name in columns if name not in EXTENSION_COLUMNS)
+    write_batch(session, site, fields, {loc: values[:-2] for loc, values in batch.items()},
+                report)
+    write_extensions(session, site, [
+        Children(loc, images, None if alternates is None else dict(alternates))
+        for loc, (*_, images, alternates) in batch.items()], report,
+        frozenset(kept for kept, column in (("title", "image_titles"),
+                                            ("caption", "image_captions"))
+                  if column not in columns))
+    report.unchanged_locs = None
+
+
+def write_extensions(session: Session, site: Site, urls: list[Children],
+                     report: ImportReport, keep: frozenset[str] = frozenset()) -> None:
+    """Store the images and alternates of URLs that write_batch has just written with
+    `report.unchanged_locs` kept: a URL whose only change is there counts as updated."""
+    changed = write_children(session, site, urls,
+                             lambda: report.take_change_seq(session, site.id), keep)
+    moved = len(changed & report.unchanged_locs)
+    report.unchanged, report.updated = report.unchanged - moved, report.updated + moved
 
 
 def _size(stream: TextIO) -> int:

@@ -24,9 +24,9 @@ from sqlalchemy.orm import Session
 from webapp.errors import InvalidValue
 from webapp.models import Site
 from webapp.protocol import FIELD_RULES, check_text, normalize_hreflang, normalize_url, origin
-from webapp.urls.bulk import write_children
+from webapp.urls.children import Children
 from webapp.urls.edit import check_url
-from webapp.urls.importing import COLUMNS, ImportReport, write_batch
+from webapp.urls.importing import COLUMNS, ImportReport, write_batch, write_extensions
 from webapp.urls.sitemap_reader import Entry, SitemapEntries
 
 BATCH = 2_000  # entries per write: one existence query and one executemany each
@@ -34,7 +34,7 @@ BATCH = 2_000  # entries per write: one existence query and one executemany each
 
 @dataclass(frozen=True)
 class SitemapUrl:
-    """An entry after every rule, as `write_batch` and `write_children` store it."""
+    """An entry after every rule, as `write_batch` and `write_extensions` store it."""
 
     loc: str
     values: tuple  # COLUMNS' values, loc first
@@ -184,7 +184,8 @@ def import_sitemap(session: Session, site: Site, entries: SitemapEntries,
 
 def _write(session: Session, site: Site, batch: dict[str, SitemapUrl],
            report: SitemapReport) -> None:
-    report.unchanged_locs = set()  # this batch's: write_children moves the ones it changes
+    report.unchanged_locs = set()  # this batch's: write_extensions moves the ones it changes
     write_batch(session, site, COLUMNS, {loc: url.values for loc, url in batch.items()}, report)
-    write_children(session, site, list(batch.values()), report)
+    write_extensions(session, site, [Children(url.loc, url.images, url.alternates)
+                                     for url in batch.values()], report)
     report.unchanged_locs = None

@@ -3,13 +3,16 @@ address), fetched, opened and imported the same way for the dashboard and the co
 
 A sitemap (urlset or index, plain or gzip) is read into entries first, whole or not at all,
 and imported with its extensions (`sitemap_import`); anything else is read as a CSV file or a
-list of URLs (`importing`). Only the site's own hosts are fetched
+list of URLs (`importing`), in the encoding chosen. What a file is comes from its content
+(after decompression when it is gzip), never its name. Only the site's own hosts are fetched
 from: an import must not reach into the server's network.
 """
 
 from __future__ import annotations
 
+import gzip
 import io
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +24,7 @@ from sqlalchemy.orm import Session
 from webapp.errors import InvalidValue
 from webapp.models import Site
 from webapp.outbound import OutboundError, Policy, fetch
+from webapp.urls.encodings import open_text
 from webapp.urls.importing import ImportFormatError, ImportReport, import_urls
 from webapp.urls.sitemap_import import import_sitemap
 from webapp.urls.sitemap_reader import MAX_FILE_BYTES, SitemapEntries, looks_like_sitemap
@@ -49,28 +53,47 @@ def fetch_source(site: Site, url: str, policy: Policy) -> bytes:
             from None
 
 
+def _head(source: Path | bytes, name: str) -> bytes:
+    """The first bytes of what the file holds, unpacked when it is gzip."""
+    with open(source, "rb") if isinstance(source, Path) else io.BytesIO(source) as raw:
+        head = raw.read(2)
+        if head != b"\x1f\x8b":
+            return head + raw.read(510)
+        raw.seek(0)
+        try:
+            with gzip.GzipFile(fileobj=raw, mode="rb") as unpacked:
+                return unpacked.read(512)
+        except _GZIP_ERRORS as exc:
+            raise _unreadable(name, exc) from None
+
+
+_GZIP_ERRORS = (gzip.BadGzipFile, EOFError, zlib.error)  # a damaged or truncated gzip file
+
+
+def _unreadable(name: str, exc: Exception) -> ImportFormatError:
+    return ImportFormatError(f"{name} is not a readable gzip file ({exc})")
+
+
 @contextmanager
 def open_import(source: Path | bytes, name: str, site_url: str, source_url: str | None,
-                policy: Policy) -> Iterator[TextIO | SitemapEntries]:
+                policy: Policy, encoding: str = "utf-8") -> Iterator[TextIO | SitemapEntries]:
     """What to import from a file or from fetched bytes: a sitemap's entries, or the CSV text
     `import_urls` reads (`import_opened` takes either).
 
     `name` says which file in messages; `source_url`, where a fetched sitemap came from, is the
     other host an index may list files on besides the site's (`site_url`). What was fetched
-    must be a sitemap.
+    must be a sitemap. `encoding` (a key of encodings.ENCODINGS) is that of a CSV or list file.
     """
-    if isinstance(source, Path):
-        with open(source, "rb") as raw:
-            head = raw.read(512)
-    else:
-        head = source[:512]
-    if looks_like_sitemap(head):
+    if looks_like_sitemap(_head(source, name)):
         with open(source, "rb") if isinstance(source, Path) else io.BytesIO(source) as data, \
                 SitemapEntries(data, name, site_url, source_url, policy) as entries:
             yield entries
     elif source_url is None and isinstance(source, Path):
-        with open(source, encoding="utf-8-sig", newline="") as stream:
-            yield stream
+        with open_text(source, encoding) as stream:
+            try:
+                yield stream
+            except _GZIP_ERRORS as exc:  # found where the rows are read, past the head
+                raise _unreadable(name, exc) from None
     else:
         # A fetched answer is never read as rows: rejected rows are shown with their text,
         # and what an address answers is not for every viewer of the report to read.

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import csv
 import gzip
-import io
 import re
 import shutil
 import tempfile
@@ -24,11 +22,14 @@ from sqlalchemy import select, tuple_
 from webapp import tasks
 from webapp.db import get_session, new_session
 from webapp.errors import InvalidValue
-from webapp.models import Url
+from webapp.models import Site, Url
 from webapp.protocol import CHANGEFREQS
 from webapp.urls import (
+    ENCODINGS,
     ImportFormatError,
+    check_encoding_choice,
     check_source_url,
+    csv_chunks,
     delete_urls,
     hreflang,
     save_url,
@@ -181,25 +182,13 @@ def urls_complete_hreflang(slug):
 @require("viewer")
 def urls_export(slug):
     site = load_site(slug)
-    query = (select(Url.loc, Url.lastmod, Url.changefreq, Url.priority)
-             .where(Url.site_id == site.id, Url.deleted_at.is_(None)).order_by(Url.id)
-             .execution_options(yield_per=5000))
     app = current_app._get_current_object()
 
     def rows():
         # A session of the stream's own: the request's is closed when the view returns, before
         # the body is sent. Closed here when the last row is sent or the client goes away.
         with new_session(app) as session:
-            out = io.StringIO()
-            writer = csv.writer(out, lineterminator="\n")
-            writer.writerow(("loc", "lastmod", "changefreq", "priority"))
-            for n, row in enumerate(session.execute(query), start=1):
-                writer.writerow(["" if value is None else value for value in row])
-                if n % 5000 == 0:
-                    yield out.getvalue()
-                    out.seek(0)
-                    out.truncate()
-            yield out.getvalue()
+            yield from csv_chunks(session, session.get(Site, site.id))
 
     return Response(rows(), mimetype="text/csv", headers={
         "Content-Disposition": f'attachment; filename="{site.slug}-urls.csv"'})
@@ -210,19 +199,24 @@ def urls_export(slug):
 def urls_import(slug):
     site = load_site(slug)
     if request.method == "GET":
-        return render_template("dashboard/import.html", site=site, error=None)
+        return render_template("dashboard/import.html", site=site, error=None,
+                               encodings=ENCODINGS, form={})
     demand("editor")
     upload, pasted = request.files.get("file"), request.form.get("pasted", "")
     source_url = request.form.get("sitemap_url", "").strip()
     try:
+        # The choice is the uploaded file's: pasted text comes as UTF-8 whatever it says.
+        encoding = check_encoding_choice(request.form.get("encoding", "utf-8")) \
+            if upload is not None and upload.filename else "utf-8"
         payload = None if source_url else _compressed_upload(upload, pasted)
         if source_url:
             check_source_url(site, source_url)  # fetched by the worker, from the site's hosts
     except (ImportFormatError, InvalidValue) as exc:
-        return render_template("dashboard/import.html", site=site, error=str(exc)), 422
+        return render_template("dashboard/import.html", site=site, error=str(exc),
+                               encodings=ENCODINGS, form=request.form), 422
     session = get_session()
     task_id = tasks.start(session, current_app._get_current_object(), "import", site,
-                          payload=payload, source_url=source_url or None,
+                          payload=payload, source_url=source_url or None, encoding=encoding,
                           rewrite_origin=request.form.get("rewrite_origin") == "on")
     session.commit()
     return redirect(url_for("dashboard.task", task_id=task_id))
