@@ -25,6 +25,7 @@ from webapp.urls import (
     ImportFormatError,
     check_url,
     csv_chunks,
+    import_opened,
     import_urls,
     open_import,
 )
@@ -67,7 +68,8 @@ def exported(session, site) -> str:
 
 def import_file(session, site, path: Path, encoding: str = "utf-8", parallel=None):
     with open_import(path, path.name, site.base_url, None, Policy(5), encoding) as stream:
-        report = import_urls(session, site, stream, parallel=parallel)
+        report = (import_opened(session, site, stream) if parallel is None  # a sitemap too
+                  else import_urls(session, site, stream, parallel=parallel))
     session.commit()
     return report
 
