@@ -16,7 +16,15 @@ from webapp.models import Url
 from webapp.outbound import Policy
 from webapp.protocol import CHANGEFREQS
 from webapp.sites import find_site
-from webapp.urls import delete_url, fetch_source, import_urls, open_import, save_url
+from webapp.urls import (
+    check_url,
+    delete_url,
+    fetch_source,
+    import_urls,
+    open_import,
+    shown,
+    write_url,
+)
 
 group = AppGroup("urls", help="Add, delete and import the URLs of a site.")
 
@@ -38,8 +46,18 @@ def urls_add(site_ref, loc, lastmod, changefreq, priority, images, alternates):
               if value is not None}
     with session_scope() as session:
         site = find_site(session, site_ref)
-        url, created = save_url(session, site, loc, fields, images or None, alternates or None)
-        click.echo(f"{'added' if created else 'updated'} {url.loc}")
+        saved = write_url(session, site, check_url(site, loc, fields, images or None,
+                                                   alternates or None))
+        for note in saved.notes:
+            click.echo(f"note: {note}")
+        if saved.created:
+            click.echo(f"added {saved.url.loc}")
+        elif not saved.changes:
+            click.echo(f"unchanged {saved.url.loc}: it already has these values")
+        else:
+            click.echo(f"updated {saved.url.loc}")
+            for name, (old, new) in saved.changes.items():
+                click.echo(f"  {name}: {shown(name, old)} -> {shown(name, new)}")
 
 
 @group.command("delete")
@@ -78,6 +96,8 @@ def urls_import(site_ref, source):
         with open_import(data, name, site.base_url, source_url, policy) as stream:
             report = import_urls(session, site, stream)
     click.echo(report.summary())
+    for line, note in report.notes:
+        click.echo(f"line {line}: {note}")
     for line, reason in report.rejections:
         click.echo(f"line {line}: {reason}", err=True)
     if report.rejected > len(report.rejections):

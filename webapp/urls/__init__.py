@@ -19,7 +19,7 @@ _HOMES = {
     "changed_locs": "changes", "committed_change_seq": "changes", "next_change_seq": "changes",
     "urls_changed": "changes",
     "check_url": "edit", "delete_url": "edit", "delete_urls": "edit", "save_url": "edit",
-    "starting_with": "edit",
+    "shown": "edit", "starting_with": "edit", "write_url": "edit",
     "COLUMNS": "importing", "ImportFormatError": "importing", "ImportReport": "importing",
     "import_urls": "importing",
     "check_source_url": "sources", "fetch_source": "sources", "open_import": "sources",

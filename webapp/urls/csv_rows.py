@@ -32,22 +32,30 @@ def _rows(columns: tuple[str, ...], first_line: int, text: str) -> Iterator[Row]
 
 
 def validate_text(base_url: str, encoding: str, columns: tuple[str, ...],
-                  chunk: tuple[int, str]) -> tuple[list[tuple], list[tuple[int, str]]]:
-    """Parse and check a piece of the file: valid values in column order, and (line, reason).
+                  chunk: tuple[int, str]) -> tuple[list[tuple], list[tuple[int, str]],
+                                                   list[tuple[int, str]]]:
+    """Parse and check a piece of the file: valid values in column order, (line, reason) of
+    each row rejected, and (line, note) of each row kept with a change (a fragment removed).
 
     A pure function of its arguments, so it can run in a worker process.
     """
-    normalize_loc = Scope(base_url, encoding).normalize
+    normalize_loc = Scope(base_url, encoding).normalize_noting
     names = columns or ("loc",)
     rules = [normalize_loc if name == "loc" else FIELD_RULES[name] for name in names]
+    loc_at = names.index("loc")
     width = len(names)
-    valid, rejected = [], []
+    valid, rejected, noted = [], [], []
     for line, cells in _rows(columns, *chunk):
         if len(cells) != width:
             rejected.append((line, f"has {len(cells)} fields; the header has {width}"))
             continue
         try:
-            valid.append(tuple(rule(cell) for rule, cell in zip(rules, cells)))
+            values = [rule(cell) for rule, cell in zip(rules, cells)]
         except InvalidValue as exc:
             rejected.append((line, str(exc)))
-    return valid, rejected
+            continue
+        values[loc_at], note = values[loc_at]
+        if note is not None:
+            noted.append((line, str(note)))
+        valid.append(tuple(values))
+    return valid, rejected, noted
