@@ -22,6 +22,7 @@ from webapp.urls.edit import CheckedUrl, check_url, delete_urls
 from webapp.urls.importing import COLUMNS, ImportReport, write_batch
 
 ITEM_FIELDS = ("loc", *FIELD_RULES, "images", "alternates")
+ITEM_NAMES = {"image": "images", "alternate": "alternates"}  # the rules' names: the item's plural
 MAX_ITEMS = 10_000
 _IN_CHUNK = 500  # locs per IN (...) lookup
 
@@ -64,7 +65,8 @@ class SyncReport:
                            for error in each_error(exc))
 
     def note(self, index: int, notes: tuple[Note, ...] | list[Note]) -> None:
-        self.notes.extend(ItemNote(index, note.field, str(note)) for note in notes)
+        self.notes.extend(ItemNote(index, ITEM_NAMES.get(note.field, note.field), str(note))
+                          for note in notes)
 
 
 def _text(name: str, value: object) -> str | None:
@@ -106,9 +108,8 @@ def check_item(site: Site, item: object) -> CheckedUrl:
     fields = {name: _text(name, item[name]) for name in FIELD_RULES if name in item}
     try:
         return check_url(site, loc, fields, images, alternates)
-    except InvalidValue as exc:  # the rules say image/alternate; the item's fields are plural
-        names = {"image": "images", "alternate": "alternates"}
-        errors = [InvalidValue(names.get(error.field, error.field), error.value, error.rule)
+    except InvalidValue as exc:
+        errors = [InvalidValue(ITEM_NAMES.get(error.field, error.field), error.value, error.rule)
                   for error in each_error(exc)]
         raise (errors[0] if len(errors) == 1 else InvalidValues(errors)) from None
 
