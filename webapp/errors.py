@@ -32,6 +32,16 @@ def each_error(exc: InvalidValue) -> list[InvalidValue]:
     return list(exc.errors) if isinstance(exc, InvalidValues) else [exc]
 
 
+def collect(errors: list[InvalidValue], rule, *args, **kwargs):
+    """rule(*args, **kwargs), or None with its InvalidValue added to `errors`: so that every
+    field is checked and every error named at once (raise_all)."""
+    try:
+        return rule(*args, **kwargs)
+    except InvalidValue as exc:
+        errors.append(exc)
+        return None
+
+
 def raise_all(errors: list[InvalidValue]) -> None:
     """Raise the one error as it is, several as InvalidValues; nothing when there are none."""
     if len(errors) == 1:

@@ -19,6 +19,7 @@ from webapp.errors import (
     NotAllowed,
     NotFound,
     check_storable,
+    collect,
     raise_all,
 )
 from webapp.leases import gone
@@ -236,10 +237,10 @@ def update_site(session: Session, site: Site, changes: Mapping[str, str],
         except InvalidValue as exc:
             errors.append(exc)
     encoding = values.get("encoding") or site.encoding or "utf-8"
-    base_url = _collect(errors, normalize_base_url, changes.get("base_url", site.base_url),
-                        encoding)
-    sitemap_url = _collect(errors, normalize_sitemap_url,
-                           changes.get("sitemap_url", site.sitemap_url), encoding)
+    base_url = collect(errors, normalize_base_url, changes.get("base_url", site.base_url),
+                       encoding)
+    sitemap_url = collect(errors, normalize_sitemap_url,
+                          changes.get("sitemap_url", site.sitemap_url), encoding)
     if "slug" in values and values["slug"] != site.slug:
         taken = session.scalar(select(Site.id).where(Site.slug == values["slug"]))
         if taken is not None:
@@ -262,15 +263,6 @@ def update_site(session: Session, site: Site, changes: Mapping[str, str],
     for name, value in values.items():
         setattr(site, name, value)
     return warning if {"base_url", "sitemap_url"} & set(changes) else None
-
-
-def _collect(errors: list[InvalidValue], rule: Callable, *args):
-    """rule(*args), or None with its error added to `errors`, so that every setting is checked."""
-    try:
-        return rule(*args)
-    except InvalidValue as exc:
-        errors.append(exc)
-        return None
 
 
 def delete_site(session: Session, site: Site, now: datetime, store: SitemapStore) -> None:
@@ -300,9 +292,9 @@ def create_site(session: Session, name: str, base_url: str, sitemap_url: str | N
     """A new site; its sitemap defaults to `<base_url>sitemap.xml`. `settings` are further
     settings to give it; every field's error is raised at once."""
     errors: list[InvalidValue] = []
-    encoding = _collect(errors, lambda: check_encoding(check_storable("encoding", encoding)))
-    base = _collect(errors, normalize_base_url, base_url, encoding or "utf-8")
-    checked_name = _collect(errors, _check_name, name)
+    encoding = collect(errors, lambda: check_encoding(check_storable("encoding", encoding)))
+    base = collect(errors, normalize_base_url, base_url, encoding or "utf-8")
+    checked_name = collect(errors, _check_name, name)
     site = Site(name=checked_name, slug=_slug_from(session, checked_name or "site"),
                 base_url=base, sitemap_url=base and base + "sitemap.xml",
                 encoding=encoding or "utf-8", max_urls_per_file=MAX_URLS_PER_FILE,
@@ -313,9 +305,9 @@ def create_site(session: Session, name: str, base_url: str, sitemap_url: str | N
         changes["sitemap_url"] = sitemap_url or base + "sitemap.xml"
     if base is None:  # no scope to check the sitemap against: each setting on its own
         for setting, raw in changes.items():
-            _collect(errors, _parse_setting, setting, raw)
+            collect(errors, _parse_setting, setting, raw)
         if "sitemap_url" in changes:
-            _collect(errors, normalize_sitemap_url, changes["sitemap_url"], encoding or "utf-8")
+            collect(errors, normalize_sitemap_url, changes["sitemap_url"], encoding or "utf-8")
         raise_all(errors)
     try:
         warning = update_site(session, site, changes, operator=operator)

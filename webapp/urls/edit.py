@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from webapp.errors import InvalidValue, Note, NotFound, raise_all
+from webapp.errors import InvalidValue, Note, NotFound, collect, raise_all
 from webapp.models import Site, Url, UrlAlternate, UrlImage, utcnow
 from webapp.protocol import (
     FIELD_RULES,
@@ -30,18 +30,9 @@ def clean_fields(raw: dict[str, str | None]) -> dict[str, object]:
     """The optional fields given in `raw`, each normalised or rejected by its rule (every
     field's error at once)."""
     errors: list[InvalidValue] = []
-    values = {name: _checked(errors, FIELD_RULES[name], value) for name, value in raw.items()}
+    values = {name: collect(errors, FIELD_RULES[name], value) for name, value in raw.items()}
     raise_all(errors)
     return values
-
-
-def _checked(errors: list[InvalidValue], rule: Callable, *args, **kwargs):
-    """rule(*args), or None with its error added to `errors`: so every field is checked."""
-    try:
-        return rule(*args, **kwargs)
-    except InvalidValue as exc:
-        errors.append(exc)
-        return None
 
 
 def _noted(notes: list[Note], normalized: tuple[str, Note | None]) -> str:
@@ -108,9 +99,9 @@ def check_url(site: Site, loc: str, fields: dict[str, str | None] | None = None,
     """
     errors: list[InvalidValue] = []
     notes: list[Note] = []
-    loc = _checked(errors, lambda: _noted(notes, scope_of(site).normalize_noting(loc)))
-    values = _checked(errors, clean_fields, fields or {})
-    image_locs = None if images is None else _checked(errors, lambda: [
+    loc = collect(errors, lambda: _noted(notes, scope_of(site).normalize_noting(loc)))
+    values = collect(errors, clean_fields, fields or {})
+    image_locs = None if images is None else collect(errors, lambda: [
         _noted(notes, normalize_url_noting(image, site.encoding, field="image"))
         for image in images])
     if image_locs is not None and len(image_locs) > MAX_IMAGES_PER_URL:
@@ -118,7 +109,7 @@ def check_url(site: Site, loc: str, fields: dict[str, str | None] | None = None,
                                    f"a URL may have at most {MAX_IMAGES_PER_URL}"))
     if isinstance(alternates, Mapping):
         alternates = [f"{lang}={href}" for lang, href in alternates.items()]
-    alternate_map = None if alternates is None else _checked(
+    alternate_map = None if alternates is None else collect(
         errors, clean_alternates, site, alternates, notes)
     if alternate_map and loc is not None and loc not in alternate_map.values():
         # hreflang: every page of a cluster lists all its versions, itself included.
