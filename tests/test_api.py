@@ -16,7 +16,7 @@ from sqlalchemy import func, select, text, update
 from tests.builders import make_site, make_urls, served
 from tests.probes import wait_for as wait_until
 from tests.probes import waiting_on_locks
-from webapp.models import ApiToken, Delivery, Generation, Site, Url, User, utcnow
+from webapp.models import ApiToken, Delivery, Generation, Site, Url, UrlImage, User, utcnow
 from webapp.tokens import create_token
 from webapp.users import create_user
 
@@ -317,6 +317,42 @@ def test_bulk_upsert_stores_the_valid_items_and_reports_each_invalid_one(api, se
     assert urls["https://shop.example.com/a"].priority == 0.8
     assert [image.loc for image in urls["https://shop.example.com/%C3%BC"].images] == [
         "https://cdn.example/1.png"]
+
+
+def test_a_fragment_is_removed_and_named_in_the_notes_of_upsert_and_delete(api, session, shop):
+    answer = api.post("/sites/shop/urls", {"urls": [
+        {"loc": "https://shop.example.com/a#top", "priority": 0.4},
+        {"loc": "https://shop.example.com/b", "images": ["https://cdn.example/1.png#x"]},
+        {"loc": "https://shop.example.com/a#other"}]})
+    assert answer.status_code == 200, answer.text
+    assert (answer.json["created"], answer.json["errors"][0]["index"]) == (2, 2)
+    assert [(n["index"], n["field"]) for n in answer.json["notes"]] == [(0, "loc"), (1, "images")]
+    assert "the fragment #top was removed" in answer.json["notes"][0]["message"]
+    assert set(session.scalars(select(Url.loc))) == {"https://shop.example.com/a",
+                                                     "https://shop.example.com/b"}
+    assert session.scalar(select(UrlImage.loc)) == "https://cdn.example/1.png"
+    gone = api.post("/sites/shop/urls/delete", {"locs": ["https://shop.example.com/b#x"]})
+    assert gone.json["deleted"] == 1 and gone.json["notes"][0]["index"] == 0
+
+
+def test_every_field_of_a_site_body_is_named_at_once(api, session, shop):
+    error = error_of(api.patch("/sites/shop", {"schedule": "sometimes", "timezone": "Mars/Base",
+                                               "base_url": "ftp://shop.example.com/",
+                                               "indexnow_key": "short"}), 422)
+    assert sorted(e["field"] for e in error["errors"]) == [
+        "base_url", "indexnow_key", "schedule", "timezone"]
+    assert all(e["rule"] and e["field"] in e["message"] for e in error["errors"])
+    error = error_of(api.post("/sites", {"name": " ", "base_url": "shop.example.com",
+                                         "encoding": "rot13", "change_delay": 5,
+                                         "schedule": "sometimes"}), 422)
+    assert sorted(e["field"] for e in error["errors"]) == [
+        "base_url", "encoding", "name", "schedule"]
+    error = error_of(api.post("/sites", {"name": "New", "base_url": "https://new.example/",
+                                         "sitemap_url": "https://new.example/maps",
+                                         "timezone": "Mars/Base"}), 422)
+    assert sorted(e["field"] for e in error["errors"]) == ["sitemap_url", "timezone"]
+    assert session.scalar(select(func.count()).select_from(Site)) == 1
+    assert session.get(Site, shop.id).schedule != "sometimes"
 
 
 def test_upsert_updates_by_loc_and_keeps_the_fields_an_item_leaves_out(api, session, shop):

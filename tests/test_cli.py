@@ -196,6 +196,31 @@ def test_urls_add_folds_the_case_of_changefreq_like_the_import_does(runner, shop
     assert root.xpath("//sm:changefreq/text()", namespaces=NS) == ["daily"]
 
 
+def test_urls_add_and_import_remove_a_fragment_and_say_so(runner, shop, tmp_path, session):
+    added = runner.invoke(args=["urls", "add", shop, f"{SHOP}page#part", "--priority", "0.3"])
+    again = runner.invoke(args=["urls", "add", shop, f"{SHOP}page#other"])
+    assert live_urls(session) == {f"{SHOP}page": (None, None, 0.3)}
+    sitemap = ('<?xml version="1.0" encoding="UTF-8"?>\n'
+               '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+               f'<url><loc>{SHOP}page#x</loc></url>\n<url><loc>{SHOP}two#y</loc></url>\n'
+               '</urlset>\n')
+    imported = import_file(runner, shop, tmp_path / "sitemap.xml", sitemap)
+    listed = import_file(runner, shop, tmp_path / "urls.txt", f"{SHOP}three#z\n")
+
+    assert added.exit_code == 0 and added.stdout.splitlines() == [
+        f"note: loc '{SHOP}page#part': the fragment #part was removed: a fragment points into a "
+        "page, and the sitemap lists the page once", f"added {SHOP}page"]
+    assert again.stdout.splitlines()[-1] == f"unchanged {SHOP}page: it already has these values"
+    assert imported.exit_code == 0, imported.output
+    assert "2 kept with a note" in imported.stdout
+    assert "the fragment #x was removed" in imported.stdout
+    assert "the fragment #y was removed" in imported.stdout
+    assert "line 1: " in listed.stdout and "the fragment #z was removed" in listed.stdout
+    assert set(live_urls(session)) == {f"{SHOP}page", f"{SHOP}three", f"{SHOP}two"}
+    root = published_root(runner, shop, tmp_path / "out")
+    assert sorted(locs(root)) == [f"{SHOP}page", f"{SHOP}three", f"{SHOP}two"]
+
+
 def test_urls_add_stores_every_field_and_a_second_add_updates(runner, shop, tmp_path):
     loc = f"{SHOP}de/hose"
     first = runner.invoke(args=[
@@ -206,7 +231,7 @@ def test_urls_add_stores_every_field_and_a_second_add_updates(runner, shop, tmp_
     again = runner.invoke(args=["urls", "add", shop, loc, "--priority", "0.9"])
 
     assert (first.exit_code, first.stdout) == (0, f"added {loc}\n")
-    assert (again.exit_code, again.stdout) == (0, f"updated {loc}\n")
+    assert (again.exit_code, again.stdout) == (0, f"updated {loc}\n  priority: 0.7 -> 0.9\n")
     root = published_root(runner, shop, tmp_path / "out")
     assert locs(root) == [loc]
     assert [root.xpath(f"//sm:{name}/text()", namespaces=NS) for name in

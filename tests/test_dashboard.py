@@ -323,6 +323,68 @@ def test_urls_are_added_edited_and_deleted_with_messages_by_field(as_role, sessi
     assert "(deleted)" in editor.get("/sites/shop/urls?status=deleted").text
 
 
+def test_adding_a_url_that_exists_keeps_the_fields_left_empty_and_says_what_changed(
+        as_role, session, shop):
+    editor = as_role("editor")
+    loc = f"{shop.base_url}page/0"
+    post(editor, f"/sites/shop/urls/{shop_url_id(session, loc)}", lastmod="2026-01-01",
+         changefreq="daily", priority="0.3")
+    answer = post(editor, "/sites/shop/urls", loc=loc, priority="0.9")
+    url = session.scalar(select(Url).where(Url.loc == loc))
+    assert answer.status_code == 302 and answer.location.endswith(f"/sites/shop/urls/{url.id}")
+    assert (url.lastmod, url.changefreq, url.priority) == ("2026-01-01", "daily", 0.9)
+    page = editor.get(answer.location).text
+    assert f"Updated {loc}, which was already in this site." in page
+    assert "Priority changed from 0.3 to 0.9." in page
+    assert "The fields you left empty kept their stored values" in page
+    assert 'value="2026-01-01"' in page  # the page shows every value it has now
+    same = editor.get(post(editor, "/sites/shop/urls", loc=loc).location).text
+    assert f"{loc} is already in this site with these values; nothing changed." in same
+    session.expire_all()
+    assert (url.lastmod, url.changefreq, url.priority) == ("2026-01-01", "daily", 0.9)
+
+
+def shop_url_id(session, loc) -> int:
+    return session.scalar(select(Url.id).where(Url.loc == loc))
+
+
+def test_adding_a_url_with_a_fragment_stores_the_page_once_and_says_so(as_role, session, shop):
+    editor = as_role("editor")
+    answer = post(editor, "/sites/shop/urls", loc=f"{shop.base_url}new#reviews")
+    page = editor.get(answer.location).text
+    assert "the fragment #reviews was removed" in page and f"Added {shop.base_url}new." in page
+    assert session.scalars(select(Url.loc).where(Url.loc.contains("new"))).all() == [
+        f"{shop.base_url}new"]
+
+
+def test_every_field_error_of_a_form_is_shown_at_once(as_role, session, shop):
+    editor = as_role("editor")
+    answer = post(editor, "/sites/shop/urls", loc="ftp://x", lastmod="yesterday",
+                  changefreq="often", priority="2")
+    assert answer.status_code == 422
+    for name in ("loc", "lastmod", "changefreq", "priority"):
+        assert f'id="e-{name}"' in answer.text, name
+    url_id = shop_url_id(session, f"{shop.base_url}page/0")
+    answer = post(editor, f"/sites/shop/urls/{url_id}", lastmod="soon", priority="-1",
+                  images="not a url", alternates="de")
+    assert answer.status_code == 422
+    for name in ("lastmod", "priority", "images", "alternates"):
+        assert f'id="e-{name}"' in answer.text, name
+    answer = post(editor, "/sites/new", name=" ", base_url="blog.example.com", encoding="rot13",
+                  sitemap_url="https://blog.example.com/maps")
+    assert answer.status_code == 422
+    for name in ("name", "base_url", "encoding"):
+        assert f'id="e-{name}"' in answer.text, name
+    answer = post(editor, "/sites/shop/settings", schedule="often", timezone="Mars/Base",
+                  max_urls_per_file="0", default_priority="3")
+    assert answer.status_code == 422
+    for name in ("schedule", "timezone", "max_urls_per_file", "default_priority"):
+        assert f'id="e-{name}"' in answer.text, name
+    assert session.scalar(select(func.count()).select_from(Site)) == 1
+    session.expire_all()
+    assert session.get(Site, shop.id).max_urls_per_file != 0
+
+
 def test_a_nul_character_in_a_form_or_query_is_a_clear_400(as_role, session, shop):
     editor = as_role("editor")
     answer = post(editor, "/sites/shop/urls", loc=f"{shop.base_url}new\x00", lastmod="2026-02-02")

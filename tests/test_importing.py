@@ -171,3 +171,21 @@ def test_repeated_locs_count_the_same_whatever_the_chunking(session, chunk_chars
     assert (report.added, report.duplicates, report.updated) == (20, 10, 0)
     assert session.scalar(select(Url.priority).where(Url.loc == f"{SHOP}p0")) == 0.1
     assert session.scalar(select(Url.priority).where(Url.loc == f"{SHOP}p15")) == 0.0
+
+
+@pytest.mark.parametrize("parallel", [False, True], ids=["inline", "worker-process"])
+@pytest.mark.parametrize("header", ["loc,lastmod\n", ""], ids=["csv", "plain-list"])
+def test_a_fragment_is_removed_and_noted_on_its_line_and_the_page_kept_once(session, parallel,
+                                                                            header):
+    site = make_site(session)
+    cell = ",2024-05-01" if header else ""
+    text = header + f"{SHOP}a#top{cell}\n{SHOP}b{cell}\n{SHOP}a#bottom{cell}\n"
+    report = import_urls(session, site, io.StringIO(text), parallel=parallel)
+    session.commit()
+    first = 2 if header else 1
+    assert session.scalars(select(Url.loc).order_by(Url.loc)).all() == [f"{SHOP}a", f"{SHOP}b"]
+    assert [line for line, _ in report.notes] == [first, first + 2]
+    assert "the fragment #top was removed" in report.notes[0][1]
+    assert "the fragment #bottom was removed" in report.notes[1][1]
+    assert (report.added, report.rejected, report.noted) == (2, 0, 2)
+    assert "2 kept with a note" in report.summary()

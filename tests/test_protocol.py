@@ -25,6 +25,7 @@ from webapp.protocol import (
     normalize_priority,
     normalize_sitemap_url,
     normalize_url,
+    normalize_url_noting,
     origin,
 )
 
@@ -60,13 +61,13 @@ def test_check_text_trims_and_rejects_control_characters_and_overlong_text():
 @pytest.mark.parametrize("raw, encoding, expected", [
     (SEED, "utf-8", SEED_UTF8), (SEED, "EUC-JP", SEED_EUC_JP), (SEED, "shift_jis", SEED_SJIS),
     ("http://www.example.com/ソ表", "shift_jis", "http://www.example.com/%83%5C%95%5C"),
-    (EX + "über#ü", "utf-8", EX + "%C3%BCber#%C3%BC"),
+    (EX + "über?ü", "utf-8", EX + "%C3%BCber?%C3%BC"),
 ], ids=["utf-8", "euc-jp", "shift_jis", "shift_jis-backslash-trail-byte", "utf-8-path"])
 def test_non_ascii_text_is_percent_encoded_in_the_site_encoding(raw, encoding, expected):
     assert normalize_url(raw, encoding) == expected
 
 
-@pytest.mark.parametrize("url", [SEED_UTF8, SEED_EUC_JP, SEED_SJIS, EX + "a%20b?x=1&y=%2F#frag",
+@pytest.mark.parametrize("url", [SEED_UTF8, SEED_EUC_JP, SEED_SJIS, EX + "a%20b?x=1&y=%2F",
                                  "https://[::1]:8443/x"])
 def test_normalizing_an_already_normalized_url_returns_it_unchanged(url):
     assert normalize_url(url) == url
@@ -81,7 +82,7 @@ def test_escapes_are_upper_cased_and_a_lone_percent_becomes_percent_25(tail, exp
 
 
 @pytest.mark.parametrize("raw, expected", [
-    (EX + 'a b"<>?q=a b"<>#x y', EX + "a%20b%22%3C%3E?q=a%20b%22%3C%3E#x%20y"),
+    (EX + 'a b"<>?q=a b"<>', EX + "a%20b%22%3C%3E?q=a%20b%22%3C%3E"),
     (EX + "a\\b[c]{d}|e^f`g", EX + "a%5Cb%5Bc%5D%7Bd%7D%7Ce%5Ef%60g"),
     (EX + "a-b_c.d~e!$&'()*+,;=:@/f?g=h/i?j", EX + "a-b_c.d~e!$&'()*+,;=:@/f?g=h/i?j"),
 ], ids=["space-quote-angle", "other-unsafe", "rfc3986-allowed"])
@@ -120,6 +121,41 @@ def test_invalid_urls_are_rejected_naming_the_loc_field(raw, rule):
     with pytest.raises(ProtocolError, match=rf"^loc .*{re.escape(rule)}") as info:
         normalize_url(raw, "euc-jp")
     assert info.value.field == "loc" and rule in info.value.rule
+
+
+@pytest.mark.parametrize("raw, expected, fragment", [
+    (EX + "page#a", EX + "page", "#a"), (EX + "page#", EX + "page", "#"),
+    (EX + "a b?q=1#x y", EX + "a%20b?q=1", "#x y"), (EX + "p?q=#1#2", EX + "p?q=", "#1#2"),
+])
+def test_a_fragment_is_removed_with_a_note_naming_it(raw, expected, fragment):
+    url, note = normalize_url_noting(raw)
+    assert url == expected == normalize_url(raw)
+    assert note.field == "loc" and note.value == raw
+    assert f"the fragment {fragment} was removed" in str(note)
+    assert normalize_url_noting(expected) == (expected, None)
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ("http://faß.example/", "http://xn--fa-hia.example/"),  # IDNA 2003: fass.example
+    ("http://FASS.example/", "http://fass.example/"),  # a different host from faß
+    ("http://βόλος.example/", "http://xn--nxasmm1c.example/"),  # 2003: ς became σ
+    ("http://\u0915\u094d\u200c\u0937.example/", "http://xn--11b2ezcs70k.example/"),  # ZWNJ
+    ("http://Bücher.example/", "http://xn--bcher-kva.example/"),  # mapped to lower case
+    ("http://ｅｘａｍｐｌｅ.com/", "http://example.com/"),  # full-width letters mapped
+], ids=["sharp-s", "ss", "final-sigma", "zwnj-after-virama", "upper-case", "full-width"])
+def test_international_host_names_follow_uts46_and_idna_2008_as_browsers_do(raw, expected):
+    assert normalize_url(raw) == expected
+
+
+@pytest.mark.parametrize("host, rule", [
+    ("a\u200db.example", "zero-width joiner or non-joiner"),  # 2003 deleted it: ab.example
+    ("ab\u200c.example", "zero-width joiner or non-joiner"),
+    ("\u2603.example", "character that IDNA 2008 does not allow"),  # 2003: xn--n3h.example
+    ("\u0300a.example", "not a valid international domain name under IDNA 2008"),
+], ids=["zwj-between-latin", "zwnj-at-end", "symbol", "leading-combining-mark"])
+def test_host_names_idna_2008_refuses_are_rejected_naming_the_field_and_the_rule(host, rule):
+    with pytest.raises(ProtocolError, match=rf"^loc .*{re.escape(rule)}"):
+        normalize_url(f"http://{host}/page")
 
 
 def test_lengths_of_12_and_2048_characters_are_accepted_and_2049_is_rejected():

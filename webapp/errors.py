@@ -3,14 +3,65 @@
 from __future__ import annotations
 
 
+def _shown(value: object) -> str:
+    text = value if isinstance(value, str) else str(value)
+    return repr(text if len(text) <= 80 else f"{text[:77]}...")
+
+
 class InvalidValue(ValueError):
     """A value breaks a rule; the message names the field, the value and the rule."""
 
     def __init__(self, field: str, value: object, rule: str):
         self.field, self.value, self.rule = field, value, rule
-        text = value if isinstance(value, str) else str(value)
-        shown = text if len(text) <= 80 else f"{text[:77]}..."
-        super().__init__(f"{field} {shown!r}: {rule}")
+        super().__init__(f"{field} {_shown(value)}: {rule}")
+
+
+class InvalidValues(InvalidValue):
+    """Several values break their rules at once: `errors` holds each, so that a form or an API
+    answer names every field at once. As an InvalidValue it is the first of them."""
+
+    def __init__(self, errors: list[InvalidValue]):
+        first = errors[0]
+        super().__init__(first.field, first.value, first.rule)
+        self.errors = errors
+        self.args = ("; ".join(str(error) for error in errors),)
+
+
+def each_error(exc: InvalidValue) -> list[InvalidValue]:
+    """Every error an InvalidValue carries: itself, or each of an InvalidValues."""
+    return list(exc.errors) if isinstance(exc, InvalidValues) else [exc]
+
+
+def collect(errors: list[InvalidValue], rule, *args, **kwargs):
+    """rule(*args, **kwargs), or None with its InvalidValue added to `errors`: so that every
+    field is checked and every error named at once (raise_all)."""
+    try:
+        return rule(*args, **kwargs)
+    except InvalidValue as exc:
+        errors.append(exc)
+        return None
+
+
+def raise_all(errors: list[InvalidValue]) -> None:
+    """Raise the one error as it is, several as InvalidValues; nothing when there are none."""
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise InvalidValues([error for exc in errors for error in each_error(exc)])
+
+
+class Note:
+    """Something a rule changed in a value that the person should hear of (a fragment removed):
+    kept, unlike an InvalidValue, and named in the answer or report."""
+
+    def __init__(self, field: str, value: str, text: str):
+        self.field, self.value, self.text = field, value, text
+
+    def __str__(self) -> str:
+        return f"{self.field} {_shown(self.value)}: {self.text}"
+
+    def __repr__(self) -> str:
+        return f"Note({self.field!r}, {self.value!r}, {self.text!r})"
 
 
 class Conflict(InvalidValue):

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, timezone
 from urllib.parse import SplitResult, urlsplit, urlunsplit
 
-from webapp.errors import InvalidValue
+import idna
+
+from webapp.errors import InvalidValue, Note
 
 SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 IMAGE_NS = "http://www.google.com/schemas/sitemap-image/1.1"
@@ -170,16 +172,33 @@ def _split(field: str, raw: str) -> SplitResult:
     if not host:
         raise ProtocolError(field, value, "has no host name")
     if not host.isascii():
-        try:
-            host = host.encode("idna").decode("ascii")
-        except UnicodeError:
-            raise ProtocolError(field, value, "has a host name that is not a valid domain") from None
+        host = _idna_host(field, value, host)
     if not _HOST_OK.fullmatch(host):
         raise ProtocolError(field, value, "has a host name with characters a domain cannot have")
     if ":" in host:  # an IPv6 literal keeps its brackets
         host = f"[{host}]"
     netloc = host if port is None or port == DEFAULT_PORTS[scheme] else f"{host}:{port}"
     return SplitResult(scheme, netloc, parts.path, parts.query, parts.fragment)
+
+
+def _idna_host(field: str, value: str, host: str) -> str:
+    """An international host name as browsers write it: UTS #46 mapping, IDNA 2008 rules.
+
+    Python's own "idna" codec is IDNA 2003, which maps ß to ss and ς to σ and deletes zero-width
+    joiners, so that `faß.example` would name another host, `fass.example`.
+    """
+    try:
+        return idna.encode(host, uts46=True, transitional=False).decode("ascii")
+    except idna.InvalidCodepointContext:
+        raise ProtocolError(field, value, "has a host name with a zero-width joiner or "
+                            "non-joiner (U+200D, U+200C) where IDNA 2008 does not allow one; "
+                            "remove it") from None
+    except idna.InvalidCodepoint as exc:
+        raise ProtocolError(field, value, f"has a host name with a character that IDNA 2008 "
+                            f"does not allow in a domain name ({exc})") from None
+    except (idna.IDNAError, UnicodeError) as exc:
+        raise ProtocolError(field, value, f"has a host name that is not a valid international "
+                            f"domain name under IDNA 2008 ({exc})") from None
 
 
 # A URL already in the form normalize_url returns: lower-case scheme and host, no port, only
@@ -192,23 +211,38 @@ _CANONICAL = re.compile(
 
 
 def normalize_url(raw: str, encoding: str = "utf-8", field: str = "loc") -> str:
-    """An absolute http(s) URL, RFC 3986-encoded; already-encoded input comes back unchanged."""
+    """An absolute http(s) URL, RFC 3986-encoded, without a fragment; already-encoded input
+    comes back unchanged."""
+    return normalize_url_noting(raw, encoding, field)[0]
+
+
+def normalize_url_noting(raw: str, encoding: str = "utf-8",
+                         field: str = "loc") -> tuple[str, Note | None]:
+    """normalize_url, with a note of what it removed that the person should hear of.
+
+    A fragment (`#part`) points into a page and never names another resource (PROTOCOL.md §8.3):
+    it is removed here, the one place every path (form, CSV, sitemap import, API, command line)
+    normalises its URLs, and the note says so.
+    """
     if (isinstance(raw, str) and _CANONICAL.fullmatch(raw) and "/." not in raw
             and ("%" not in raw or not _UNRESERVED_ESCAPE.search(raw))):
         if MIN_LOC_LENGTH <= len(raw) <= MAX_LOC_LENGTH and raw.count("/") > 2:
-            return raw
+            return raw, None
     parts = _split(field, raw)
     path = remove_dot_segments(_percent_encode(parts.path or "/", "path", encoding, field))
     query = _percent_encode(parts.query, "query", encoding, field)
-    fragment = _percent_encode(parts.fragment, "query", encoding, field)
-    url = urlunsplit((parts.scheme, parts.netloc, path, query, fragment))
+    url = urlunsplit((parts.scheme, parts.netloc, path, query, ""))
     if len(url) > MAX_LOC_LENGTH:
         raise ProtocolError(field, url, f"is {len(url)} characters once encoded; "
                             f"the limit is {MAX_LOC_LENGTH}")
     if len(url) < MIN_LOC_LENGTH:
         raise ProtocolError(field, url, f"is shorter than {MIN_LOC_LENGTH} characters, "
                             "which the sitemap schema does not accept")
-    return url
+    note = None
+    if "#" in raw:
+        note = Note(field, raw.strip(), f"the fragment #{parts.fragment} was removed: a fragment "
+                    "points into a page, and the sitemap lists the page once")
+    return url, note
 
 
 def origin(url: str) -> str:
@@ -225,10 +259,10 @@ def directory(url: str) -> str:
 
 def normalize_base_url(raw: str, encoding: str = "utf-8") -> str:
     """A site's scope: scheme, host, optional port and a path prefix that ends with `/`."""
-    url = normalize_url(raw, encoding, field="base_url")
+    url, fragment = normalize_url_noting(raw, encoding, field="base_url")
     parts = urlsplit(url)
-    if parts.query or parts.fragment:
-        raise ProtocolError("base_url", url, "must not have a query (?...) or fragment (#...)")
+    if parts.query or fragment:
+        raise ProtocolError("base_url", raw, "must not have a query (?...) or fragment (#...)")
     if not parts.path.endswith("/"):
         url = urlunsplit((parts.scheme, parts.netloc, parts.path + "/", "", ""))
     return url
@@ -236,10 +270,10 @@ def normalize_base_url(raw: str, encoding: str = "utf-8") -> str:
 
 def normalize_sitemap_url(raw: str, encoding: str = "utf-8") -> str:
     """The public URL of a site's entry sitemap file: a `.xml` file name, no query."""
-    url = normalize_url(raw, encoding, field="sitemap_url")
+    url, fragment = normalize_url_noting(raw, encoding, field="sitemap_url")
     parts = urlsplit(url)
-    if parts.query or parts.fragment:
-        raise ProtocolError("sitemap_url", url, "must not have a query (?...) or fragment (#...)")
+    if parts.query or fragment:
+        raise ProtocolError("sitemap_url", raw, "must not have a query (?...) or fragment (#...)")
     name = parts.path.rsplit("/", 1)[-1]
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._\-]*\.xml", name):
         raise ProtocolError("sitemap_url", url, "must end in a file name such as sitemap.xml "
@@ -269,11 +303,15 @@ class Scope:
 
     def normalize(self, raw: str, field: str = "loc") -> str:
         """A normalised loc inside this scope."""
-        url = normalize_url(raw, self.encoding, field)
+        return self.normalize_noting(raw, field)[0]
+
+    def normalize_noting(self, raw: str, field: str = "loc") -> tuple[str, Note | None]:
+        """A normalised loc inside this scope, with a note of what was removed (a fragment)."""
+        url, note = normalize_url_noting(raw, self.encoding, field)
         if not url.startswith(self.base_url):
             raise ProtocolError(field, url, f"is outside the site: every URL must start with "
                                 f"{self.base_url} (same scheme, host, port and path)")
-        return url
+        return url, note
 
 
 # --- lastmod in W3C Datetime (§1.4) ------------------------------------------------------------

@@ -13,7 +13,15 @@ from sqlalchemy.orm import Session
 
 from webapp import notify
 from webapp.db import after_commit
-from webapp.errors import Conflict, InvalidValue, NotAllowed, NotFound, check_storable
+from webapp.errors import (
+    Conflict,
+    InvalidValue,
+    NotAllowed,
+    NotFound,
+    check_storable,
+    collect,
+    raise_all,
+)
 from webapp.leases import gone
 from webapp.models import Site, Url, new_indexnow_key, utcnow
 from webapp.protocol import (
@@ -212,6 +220,7 @@ def update_site(session: Session, site: Site, changes: Mapping[str, str],
                 operator: bool = False) -> str | None:
     """Validate every change first, then apply them all; return a warning worth showing.
 
+    Every setting's error is raised at once (InvalidValues when there are several).
     `operator` (an admin, or the command line) may change OPERATOR_SETTINGS too.
     """
     unknown = sorted(set(changes) - set(SETTINGS))
@@ -220,16 +229,25 @@ def update_site(session: Session, site: Site, changes: Mapping[str, str],
                            f"{', '.join(SETTINGS)}")
     if not operator:
         _check_operator_settings(site, changes)  # before a path is read or a URL checked
-    values = {name: _parse_setting(name, raw) for name, raw in changes.items()}
-    encoding = values.get("encoding", site.encoding)
-    base_url = normalize_base_url(changes.get("base_url", site.base_url), encoding)
-    sitemap_url = normalize_sitemap_url(changes.get("sitemap_url", site.sitemap_url), encoding)
-    warning = check_site_scope(base_url, sitemap_url)
-    _check_own_file_names(session, site, sitemap_url)
+    errors: list[InvalidValue] = []
+    values = {}
+    for name, raw in changes.items():
+        try:
+            values[name] = _parse_setting(name, raw)
+        except InvalidValue as exc:
+            errors.append(exc)
+    encoding = values.get("encoding") or site.encoding or "utf-8"
+    base_url = collect(errors, normalize_base_url, changes.get("base_url", site.base_url),
+                       encoding)
+    sitemap_url = collect(errors, normalize_sitemap_url,
+                          changes.get("sitemap_url", site.sitemap_url), encoding)
     if "slug" in values and values["slug"] != site.slug:
         taken = session.scalar(select(Site.id).where(Site.slug == values["slug"]))
         if taken is not None:
-            raise Conflict("slug", values["slug"], "is already used by another site")
+            errors.append(Conflict("slug", values["slug"], "is already used by another site"))
+    raise_all(errors)
+    warning = check_site_scope(base_url, sitemap_url)
+    _check_own_file_names(session, site, sitemap_url)
     if base_url != site.base_url and site.id is not None:
         outside = session.scalar(select(func.count()).select_from(Url).where(
             Url.site_id == site.id, Url.deleted_at.is_(None),
@@ -269,16 +287,33 @@ def delete_site(session: Session, site: Site, now: datetime, store: SitemapStore
 
 
 def create_site(session: Session, name: str, base_url: str, sitemap_url: str | None = None,
-                encoding: str = "utf-8") -> tuple[Site, str | None]:
-    """A new site; its sitemap defaults to `<base_url>sitemap.xml`."""
-    encoding = check_encoding(check_storable("encoding", encoding))
-    base = normalize_base_url(base_url, encoding)
-    site = Site(name=_check_name(name), slug=_slug_from(session, name), base_url=base,
-                sitemap_url=base + "sitemap.xml", encoding=encoding,
-                max_urls_per_file=MAX_URLS_PER_FILE, stylesheet=True,
-                indexnow_key=new_indexnow_key(), schedule=DEFAULT_SCHEDULE, timezone="UTC",
-                change_delay=60)
-    warning = update_site(session, site, {"sitemap_url": sitemap_url or base + "sitemap.xml"})
+                encoding: str = "utf-8", settings: Mapping[str, str | list[str]] | None = None,
+                operator: bool = False) -> tuple[Site, str | None]:
+    """A new site; its sitemap defaults to `<base_url>sitemap.xml`. `settings` are further
+    settings to give it; every field's error is raised at once."""
+    errors: list[InvalidValue] = []
+    encoding = collect(errors, lambda: check_encoding(check_storable("encoding", encoding)))
+    base = collect(errors, normalize_base_url, base_url, encoding or "utf-8")
+    checked_name = collect(errors, _check_name, name)
+    site = Site(name=checked_name, slug=_slug_from(session, checked_name or "site"),
+                base_url=base, sitemap_url=base and base + "sitemap.xml",
+                encoding=encoding or "utf-8", max_urls_per_file=MAX_URLS_PER_FILE,
+                stylesheet=True, indexnow_key=new_indexnow_key(), schedule=DEFAULT_SCHEDULE,
+                timezone="UTC", change_delay=60)
+    changes = {**(settings or {})}
+    if sitemap_url or base:
+        changes["sitemap_url"] = sitemap_url or base + "sitemap.xml"
+    if base is None:  # no scope to check the sitemap against: each setting on its own
+        for setting, raw in changes.items():
+            collect(errors, _parse_setting, setting, raw)
+        if "sitemap_url" in changes:
+            collect(errors, normalize_sitemap_url, changes["sitemap_url"], encoding or "utf-8")
+        raise_all(errors)
+    try:
+        warning = update_site(session, site, changes, operator=operator)
+    except InvalidValue as exc:
+        raise_all([*errors, exc])
+    raise_all(errors)
     session.add(site)
     session.flush()
     return site, warning

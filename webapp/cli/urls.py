@@ -19,13 +19,15 @@ from webapp.sites import find_site
 from webapp.urls import (
     ENCODINGS,
     check_encoding_choice,
+    check_url,
     csv_chunks,
     delete_url,
     fetch_source,
     hreflang,
     import_opened,
     open_import,
-    save_url,
+    shown,
+    write_url,
 )
 
 group = AppGroup("urls", help="Add, delete and import the URLs of a site.")
@@ -48,8 +50,18 @@ def urls_add(site_ref, loc, lastmod, changefreq, priority, images, alternates):
               if value is not None}
     with session_scope() as session:
         site = find_site(session, site_ref)
-        url, created = save_url(session, site, loc, fields, images or None, alternates or None)
-        click.echo(f"{'added' if created else 'updated'} {url.loc}")
+        saved = write_url(session, site, check_url(site, loc, fields, images or None,
+                                                   alternates or None))
+        for note in saved.notes:
+            click.echo(f"note: {note}")
+        if saved.created:
+            click.echo(f"added {saved.url.loc}")
+        elif not saved.changes:
+            click.echo(f"unchanged {saved.url.loc}: it already has these values")
+        else:
+            click.echo(f"updated {saved.url.loc}")
+            for name, (old, new) in saved.changes.items():
+                click.echo(f"  {name}: {shown(name, old)} -> {shown(name, new)}")
 
 
 @group.command("delete")
@@ -97,6 +109,8 @@ def urls_import(site_ref, source, encoding, rewrite_origin):
                          check_encoding_choice(encoding)) as stream:
             report = import_opened(session, site, stream, rewrite_origin)
     click.echo(report.summary())
+    for line, note in report.notes:
+        click.echo(f"line {line}: {note}")
     for line, reason in report.rejections:
         click.echo(f"line {line}: {reason}", err=True)
     if report.rejected > len(report.rejections):

@@ -144,7 +144,8 @@ def import_urls_task(task_id: str, site_id: int, source_url: str | None = None,
         records.drop_payload(app, task_id)
         progress.result["rejected"] = report.rejected  # the site's health shows it
         return "\n".join([report.summary()] + [f"line {line}: {reason}"
-                                               for line, reason in report.rejections])
+                                               for line, reason in report.rejections]
+                         + [f"line {line}: {note}" for line, note in report.notes])
 
     _recorded(task_id, work)
 

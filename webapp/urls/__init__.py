@@ -23,7 +23,7 @@ _HOMES = {
     "ENCODINGS": "encodings", "check_encoding_choice": "encodings",
     "csv_chunks": "exporting",
     "check_url": "edit", "delete_url": "edit", "delete_urls": "edit", "save_url": "edit",
-    "starting_with": "edit",
+    "shown": "edit", "starting_with": "edit", "write_url": "edit",
     "COLUMNS": "importing", "ImportFormatError": "importing", "ImportReport": "importing",
     "import_urls": "importing",
     "check_source_url": "sources", "fetch_source": "sources", "import_opened": "sources",

@@ -14,14 +14,15 @@ from numbers import Real
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from webapp.errors import InvalidValue
+from webapp.errors import InvalidValue, InvalidValues, Note, each_error
 from webapp.models import Site, Url
-from webapp.protocol import FIELD_RULES, normalize_url
+from webapp.protocol import FIELD_RULES, normalize_url_noting
 from webapp.urls.children import IN_CHUNK, Children
 from webapp.urls.edit import CheckedUrl, check_url, delete_urls
 from webapp.urls.importing import COLUMNS, ImportReport, write_batch, write_extensions
 
 ITEM_FIELDS = ("loc", *FIELD_RULES, "images", "alternates")
+ITEM_NAMES = {"image": "images", "alternate": "alternates"}  # the rules' names: the item's plural
 MAX_ITEMS = 10_000
 
 
@@ -38,6 +39,16 @@ class ItemError:
 
 
 @dataclass
+class ItemNote:
+    index: int
+    field: str
+    message: str
+
+    def as_dict(self) -> dict:
+        return {"index": self.index, "field": self.field, "message": self.message}
+
+
+@dataclass
 class SyncReport:
     created: int = 0
     updated: int = 0
@@ -45,9 +56,16 @@ class SyncReport:
     deleted: int = 0
     not_found: list[str] = field(default_factory=list)
     errors: list[ItemError] = field(default_factory=list)
+    notes: list[ItemNote] = field(default_factory=list)
 
     def reject(self, index: int, exc: InvalidValue) -> None:
-        self.errors.append(ItemError(index, exc.field, exc.rule, str(exc)))
+        """Each field's error of the item."""
+        self.errors.extend(ItemError(index, error.field, error.rule, str(error))
+                           for error in each_error(exc))
+
+    def note(self, index: int, notes: tuple[Note, ...] | list[Note]) -> None:
+        self.notes.extend(ItemNote(index, ITEM_NAMES.get(note.field, note.field), str(note))
+                          for note in notes)
 
 
 def _text(name: str, value: object) -> str | None:
@@ -89,9 +107,10 @@ def check_item(site: Site, item: object) -> CheckedUrl:
     fields = {name: _text(name, item[name]) for name in FIELD_RULES if name in item}
     try:
         return check_url(site, loc, fields, images, alternates)
-    except InvalidValue as exc:  # the rules say image/alternate; the item's fields are plural
-        names = {"image": "images", "alternate": "alternates"}
-        raise InvalidValue(names.get(exc.field, exc.field), exc.value, exc.rule) from None
+    except InvalidValue as exc:
+        errors = [InvalidValue(ITEM_NAMES.get(error.field, error.field), error.value, error.rule)
+                  for error in each_error(exc)]
+        raise (errors[0] if len(errors) == 1 else InvalidValues(errors)) from None
 
 
 def upsert_urls(session: Session, site: Site, items: Sequence[object]) -> SyncReport:
@@ -108,6 +127,7 @@ def upsert_urls(session: Session, site: Site, items: Sequence[object]) -> SyncRe
             report.reject(index, InvalidValue("loc", url.loc, "appears more than once in this "
                                               f"request (first at index {checked[url.loc][0]})"))
             continue
+        report.note(index, url.notes)
         given = tuple(name for name in COLUMNS if name in item)  # loc is always given
         checked[url.loc] = (index, url, given)
     # Written in batches, one per set of fields given; then the images and alternates of the
@@ -137,7 +157,9 @@ def delete_locs(session: Session, site: Site, locs: Sequence[object]) -> SyncRep
         try:
             if not isinstance(loc, str):
                 raise InvalidValue("loc", loc, "must be a URL, as a string")
-            wanted.setdefault(normalize_url(loc, site.encoding), index)
+            url, note = normalize_url_noting(loc, site.encoding)
+            wanted.setdefault(url, index)
+            report.note(index, [note] if note else [])
         except InvalidValue as exc:
             report.reject(index, exc)
     found: dict[str, int] = {}

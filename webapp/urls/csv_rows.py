@@ -56,34 +56,41 @@ def _rows(columns: tuple[str, ...], first_line: int, text: str) -> Iterator[Row]
 
 
 def validate_text(base_url: str, encoding: str, columns: tuple[str, ...],
-                  chunk: tuple[int, str]) -> tuple[list[tuple], list[tuple[int, str]]]:
-    """Parse and check a piece of the file: valid values, and (line, reason).
+                  chunk: tuple[int, str]) -> tuple[list[tuple], list[tuple[int, str]],
+                                                   list[tuple[int, str]]]:
+    """Parse and check a piece of the file: valid values (as below), (line, reason) of
+    each row rejected, and (line, note) of each row kept with a change (a fragment removed).
 
     The values of a row are its fields in the order of `columns` (extension columns left out),
     followed, when the file has any extension column, by its images and its alternates
     (`Extensions`). A pure function of its arguments, so it can run in a worker process.
     """
-    normalize_loc = Scope(base_url, encoding).normalize
+    normalize_loc = Scope(base_url, encoding).normalize_noting
     names = columns or ("loc",)
     fields = [(n, normalize_loc if name == "loc" else FIELD_RULES[name])
               for n, name in enumerate(names) if name in FIELDS]
     extensions = {name: n for n, name in enumerate(names) if name in EXTENSION_COLUMNS}
     loc_at = [name for name in names if name in FIELDS].index("loc")
     width = len(names)
-    valid, rejected = [], []
+    valid, rejected, noted = [], [], []
     for line, cells in _rows(columns, *chunk):
         if len(cells) != width:
             rejected.append((line, f"has {len(cells)} fields; the header has {width}"))
             continue
         try:
-            values = tuple(rule(cells[n]) for n, rule in fields)
+            values = [rule(cells[n]) for n, rule in fields]
+            values[loc_at], note = values[loc_at]
+            values = tuple(values)
             if extensions:
                 given = {name: cells[n] for name, n in extensions.items()}
                 values += read_extensions(values[loc_at], given, encoding)
-            valid.append(values)
         except InvalidValue as exc:
             rejected.append((line, str(exc)))
-    return valid, rejected
+            continue
+        if note is not None:
+            noted.append((line, str(note)))
+        valid.append(values)
+    return valid, rejected, noted
 
 
 # --- Images and alternates in cells ------------------------------------------------------------

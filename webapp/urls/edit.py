@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from webapp.errors import InvalidValue, NotFound
+from webapp.errors import InvalidValue, Note, NotFound, collect, raise_all
 from webapp.models import Site, Url, UrlAlternate, UrlImage, utcnow
 from webapp.protocol import (
     FIELD_RULES,
@@ -17,6 +17,7 @@ from webapp.protocol import (
     Scope,
     normalize_hreflang,
     normalize_url,
+    normalize_url_noting,
 )
 from webapp.urls.changes import count_live, next_change_seq
 
@@ -26,18 +27,32 @@ def scope_of(site: Site) -> Scope:
 
 
 def clean_fields(raw: dict[str, str | None]) -> dict[str, object]:
-    """The optional fields given in `raw`, each normalised or rejected by its rule."""
-    return {name: FIELD_RULES[name](value) for name, value in raw.items()}
+    """The optional fields given in `raw`, each normalised or rejected by its rule (every
+    field's error at once)."""
+    errors: list[InvalidValue] = []
+    values = {name: collect(errors, FIELD_RULES[name], value) for name, value in raw.items()}
+    raise_all(errors)
+    return values
 
 
-def clean_alternates(site: Site, pairs: Iterable[str]) -> dict[str, str]:
+def _noted(notes: list[Note], normalized: tuple[str, Note | None]) -> str:
+    url, note = normalized
+    if note is not None:
+        notes.append(note)
+    return url
+
+
+def clean_alternates(site: Site, pairs: Iterable[str],
+                     notes: list[Note] | None = None) -> dict[str, str]:
     """`lang=URL` pairs as {hreflang: href}; the href may be on any host (other languages' sites)."""
     alternates: dict[str, str] = {}
     for pair in pairs:
         lang, sep, href = pair.partition("=")
         if not sep:
             raise InvalidValue("alternate", pair, "must be written as LANG=URL, e.g. de=https://...")
-        alternates[normalize_hreflang(lang)] = normalize_url(href, site.encoding, field="alternate")
+        alternates[normalize_hreflang(lang)] = _noted(
+            [] if notes is None else notes,
+            normalize_url_noting(href, site.encoding, field="alternate"))
     return alternates
 
 
@@ -64,51 +79,75 @@ def find_url(session: Session, site: Site, loc: str) -> Url:
 
 @dataclass(frozen=True)
 class CheckedUrl:
-    """A URL's values after every rule: what `write_url` stores."""
+    """A URL's values after every rule: what `write_url` stores, and what the rules changed
+    that the person should hear of (`notes`)."""
 
     loc: str
     values: dict[str, object]
     images: list[str] | None  # None: leave the stored images as they are
     alternates: dict[str, str] | None
+    notes: tuple[Note, ...] = ()
 
 
 def check_url(site: Site, loc: str, fields: dict[str, str | None] | None = None,
               images: Iterable[str] | None = None,
               alternates: Iterable[str] | Mapping[str, str] | None = None) -> CheckedUrl:
-    """Normalise a URL's values or raise InvalidValue naming the field; touches no data.
+    """Normalise a URL's values or raise InvalidValue naming the field (InvalidValues when
+    several fields break their rules); touches no data.
 
     `alternates` are `lang=URL` pairs as typed, or a {hreflang: URL} mapping.
     """
-    loc = scope_of(site).normalize(loc)
-    values = clean_fields(fields or {})
-    image_locs = None if images is None else [
-        normalize_url(image, site.encoding, field="image") for image in images]
+    errors: list[InvalidValue] = []
+    notes: list[Note] = []
+    loc = collect(errors, lambda: _noted(notes, scope_of(site).normalize_noting(loc)))
+    values = collect(errors, clean_fields, fields or {})
+    image_locs = None if images is None else collect(errors, lambda: [
+        _noted(notes, normalize_url_noting(image, site.encoding, field="image"))
+        for image in images])
     if image_locs is not None and len(image_locs) > MAX_IMAGES_PER_URL:
-        raise InvalidValue("image", f"{len(image_locs)} images",
-                           f"a URL may have at most {MAX_IMAGES_PER_URL}")
+        errors.append(InvalidValue("image", f"{len(image_locs)} images",
+                                   f"a URL may have at most {MAX_IMAGES_PER_URL}"))
     if isinstance(alternates, Mapping):
         alternates = [f"{lang}={href}" for lang, href in alternates.items()]
-    alternate_map = None if alternates is None else clean_alternates(site, alternates)
-    if alternate_map and loc not in alternate_map.values():
+    alternate_map = None if alternates is None else collect(
+        errors, clean_alternates, site, alternates, notes)
+    if alternate_map and loc is not None and loc not in alternate_map.values():
         # hreflang: every page of a cluster lists all its versions, itself included.
-        raise InvalidValue("alternate", ", ".join(alternate_map), f"must include {loc} itself "
-                           "with its own language, e.g. en=" + loc)
-    return CheckedUrl(loc, values, image_locs, alternate_map)
+        errors.append(InvalidValue("alternate", ", ".join(alternate_map), f"must include {loc} "
+                                   "itself with its own language, e.g. en=" + loc))
+    raise_all(errors)
+    return CheckedUrl(loc, values, image_locs, alternate_map, tuple(notes))
+
+
+@dataclass
+class Saved:
+    """What saving one URL did: whether it is new (or was deleted), each field it changed as
+    (before, after), and the notes of its rules."""
+
+    url: Url
+    created: bool
+    changes: dict[str, tuple[object, object]] = field(default_factory=dict)
+    notes: tuple[Note, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        return self.created or bool(self.changes)
 
 
 def save_url(session: Session, site: Site, loc: str, fields: dict[str, str | None] | None = None,
              images: Iterable[str] | None = None,
              alternates: Iterable[str] | None = None) -> tuple[Url, bool]:
-    """Add a URL, or update the one with the same loc; True when it is new (or was deleted)."""
-    url, created, _ = write_url(session, site, check_url(site, loc, fields, images, alternates))
-    return url, created
+    """Add a URL, or update the one with the same loc; True when it is new (or was deleted).
+    Fields not given (absent from `fields`, images or alternates None) keep their values."""
+    saved = write_url(session, site, check_url(site, loc, fields, images, alternates))
+    return saved.url, saved.created
 
 
-def write_url(session: Session, site: Site, checked: CheckedUrl) -> tuple[Url, bool, bool]:
-    """Store a checked URL: (the row, whether it is new or was deleted, whether it changed)."""
+def write_url(session: Session, site: Site, checked: CheckedUrl) -> Saved:
+    """Store a checked URL; what it changed."""
     url = session.scalar(select(Url).where(Url.site_id == site.id, Url.loc == checked.loc))
     if url is not None and url.deleted_at is None and _content(url) == _content_after(url, checked):
-        return url, False, False
+        return Saved(url, False, notes=checked.notes)
     # Every writer locks the site's row (its change number) before it writes URL rows, so two
     # writers cannot deadlock; what was read before the lock is read again after it (another
     # writer may have added this very loc meanwhile).
@@ -117,7 +156,7 @@ def write_url(session: Session, site: Site, checked: CheckedUrl) -> tuple[Url, b
         session.expire(url)
     url = session.scalar(select(Url).where(Url.site_id == site.id, Url.loc == checked.loc))
     created = url is None or url.deleted_at is not None
-    before = None if created else _content(url)
+    before = None if url is None else _content(url)
     if url is None:
         url = Url(site_id=site.id, loc=checked.loc)
         session.add(url)
@@ -134,13 +173,29 @@ def write_url(session: Session, site: Site, checked: CheckedUrl) -> tuple[Url, b
         session.flush()
         url.alternates = [UrlAlternate(hreflang=lang, href=href)
                           for lang, href in sorted(checked.alternates.items())]
-    changed = created or _content(url) != before
-    if changed:
+    after = _content(url)
+    changes = {} if before is None else {name: (old, new) for name, old, new
+                                         in zip(CONTENT, before, after) if old != new}
+    if created or changes:
         url.change_seq = seq
     session.flush()
     if created:
         count_live(session, site.id, 1)
-    return url, created, changed
+    return Saved(url, created, changes, checked.notes)
+
+
+CONTENT = ("lastmod", "changefreq", "priority", "images", "alternates")
+
+
+def shown(name: str, value: object) -> str:
+    """A value of one of the CONTENT fields as a person reads it in a message."""
+    if value is None or value == []:
+        return "none"
+    if name == "images":
+        return ", ".join(loc for loc, *_ in value)
+    if name == "alternates":
+        return ", ".join(f"{lang}={href}" for lang, href in value)
+    return str(value)
 
 
 def _content(url: Url) -> tuple:

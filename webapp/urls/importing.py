@@ -49,6 +49,8 @@ class ImportReport:
     change_seq: int = 0  # the site's change number this import's writes carry, once it has one
     last_id_before: int | None = None  # URL ids above it, in this site, are this import's
     rejections: list[tuple[int, str]] = field(default_factory=list)
+    notes: list[tuple[int, str]] = field(default_factory=list)  # rows kept with a change
+    noted: int = 0
     unchanged_locs: set[str] | None = None  # a set: write_batch adds the locs it left alone
 
     def hold_site(self, session: Session, site_id: int) -> int:
@@ -70,12 +72,20 @@ class ImportReport:
         if len(self.rejections) < MAX_REPORTED:
             self.rejections.append((line, reason))
 
+    def note(self, line: int, text: str) -> None:
+        """A row stored with a change the person should hear of (a fragment removed)."""
+        self.noted += 1
+        if len(self.notes) < MAX_REPORTED:
+            self.notes.append((line, text))
+
     def summary(self) -> str:
         text = (f"added {self.added}, updated {self.updated}, unchanged {self.unchanged}, "
                 f"rejected {self.rejected}")
         if self.duplicates:
             lines = "line repeated a loc" if self.duplicates == 1 else "lines repeated a loc"
             text += f" ({self.duplicates} {lines} already in the file: the last one is kept)"
+        if self.noted:
+            text += f"; {self.noted} kept with a note (listed below)"
         return text
 
 
@@ -201,9 +211,11 @@ def import_urls(session: Session, site: Site, stream: TextIO, parallel: bool | N
         loc_at = fields.index("loc")
         chunks = text_chunks(stream, first_line, first, quoted=bool(columns), size=chunk_chars)
         checked = _map_ahead(pool, validate, chunks) if pool else map(validate, chunks)
-        for valid, rejected in checked:
+        for valid, rejected, noted in checked:
             for line, reason in rejected:
                 report.reject(line, reason)
+            for line, note in noted:
+                report.note(line, note)
             batch: dict[str, tuple] = {}
             for values in valid:
                 loc = values[loc_at]

@@ -21,9 +21,15 @@ from urllib.parse import urlsplit
 
 from sqlalchemy.orm import Session
 
-from webapp.errors import InvalidValue
+from webapp.errors import InvalidValue, Note
 from webapp.models import Site
-from webapp.protocol import FIELD_RULES, check_text, normalize_hreflang, normalize_url, origin
+from webapp.protocol import (
+    FIELD_RULES,
+    check_text,
+    normalize_hreflang,
+    normalize_url_noting,
+    origin,
+)
 from webapp.urls.children import Children
 from webapp.urls.edit import check_url
 from webapp.urls.importing import COLUMNS, ImportReport, write_batch, write_extensions
@@ -40,6 +46,7 @@ class SitemapUrl:
     values: tuple  # COLUMNS' values, loc first
     images: list[tuple[str, str | None, str | None]]  # (loc, title, caption)
     alternates: dict[str, str]
+    notes: tuple[Note, ...] = ()  # what the rules changed (a fragment removed)
 
 
 class OtherOrigin(Exception):
@@ -57,13 +64,19 @@ class Origins:
     elsewhere: Counter[str] = field(default_factory=Counter)  # origin -> locs refused
     first_line: dict[str, int] = field(default_factory=dict)  # origin -> its first loc's line
 
-    def place(self, raw: str, name: str) -> str:
-        """A URL normalised and, when asked, moved from the file's origin to the site's."""
-        return self._moved(normalize_url(raw, self.encoding, field=name))
+    def place(self, raw: str, name: str, notes: list[Note]) -> str:
+        """A URL normalised and, when asked, moved from the file's origin to the site's; what
+        the rules changed is added to `notes`."""
+        url, note = normalize_url_noting(raw, self.encoding, field=name)
+        if note is not None:
+            notes.append(note)
+        return self._moved(url)
 
-    def place_loc(self, raw: str, line: int) -> str:
+    def place_loc(self, raw: str, line: int, notes: list[Note]) -> str:
         """The loc, placed; OtherOrigin when it is on another origin than the site's."""
-        url = normalize_url(raw, self.encoding)
+        url, note = normalize_url_noting(raw, self.encoding)
+        if note is not None:
+            notes.append(note)
         if self.file is None:
             self.file = origin(url)
         url = self._moved(url)
@@ -128,15 +141,16 @@ def check_entry(site: Site, entry: Entry, origins: Origins) -> SitemapUrl:
     for a loc on another origin)."""
     if not entry.fields.get("loc"):
         raise InvalidValue("loc", "", "is missing: every <url> needs a <loc>")
-    loc = origins.place_loc(entry.fields["loc"], entry.line)
+    notes: list[Note] = []
+    loc = origins.place_loc(entry.fields["loc"], entry.line, notes)
     fields = {name: entry.fields.get(name, "") for name in FIELD_RULES}
     for image_loc, _, _ in entry.images:
         if not image_loc:
             raise InvalidValue("image", "", "an <image:image> needs an <image:loc>")
-    images = [origins.place(image_loc, "image") for image_loc, _, _ in entry.images]
+    images = [origins.place(image_loc, "image", notes) for image_loc, _, _ in entry.images]
     alternates: dict[str, str] = {}
     for hreflang, href in entry.alternates:
-        lang, href = normalize_hreflang(hreflang), origins.place(href, "alternate")
+        lang, href = normalize_hreflang(hreflang), origins.place(href, "alternate", notes)
         if alternates.setdefault(lang, href) != href:
             raise InvalidValue("hreflang", lang, f"names two pages: {alternates[lang]} and "
                                f"{href}; a language has one page")
@@ -145,7 +159,7 @@ def check_entry(site: Site, entry: Entry, origins: Origins) -> SitemapUrl:
               or None) for _, title, caption in entry.images]
     return SitemapUrl(checked.loc, (checked.loc, *(checked.values[n] for n in FIELD_RULES)),
                       [(image, *text) for image, text in zip(checked.images, texts)],
-                      checked.alternates)
+                      checked.alternates, (*notes, *checked.notes))
 
 
 def import_sitemap(session: Session, site: Site, entries: SitemapEntries,
@@ -169,6 +183,8 @@ def import_sitemap(session: Session, site: Site, entries: SitemapEntries,
             where = "" if entry.file == entries.name else f" (in {entry.file})"
             report.reject(entry.line, f"{exc}{where}")
             continue
+        for note in url.notes:
+            report.note(entry.line, str(note))
         if url.loc in batch:
             report.duplicates += 1
         batch[url.loc] = url

@@ -21,7 +21,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from werkzeug.exceptions import BadRequest, RequestEntityTooLarge, UnsupportedMediaType
 
 from webapp.db import get_session
-from webapp.errors import Conflict, InvalidValue, NotAllowed, NotFound, unstorable
+from webapp.errors import Conflict, InvalidValue, NotAllowed, NotFound, each_error, unstorable
 from webapp.leases import SiteBusy
 from webapp.models import Site, utcnow
 from webapp.tokens import Access, Refused, authenticate, rate_headers
@@ -103,9 +103,13 @@ def _api_error(exc: ApiError):
 
 @bp.errorhandler(InvalidValue)
 def _invalid(exc: InvalidValue):
+    """422 naming every field's error; 403 when a field may not be set by this token, 409
+    when each clashes with what is stored."""
     get_session().rollback()
-    status = 409 if isinstance(exc, Conflict) else 403 if isinstance(exc, NotAllowed) else 422
-    return json_error(status, str(exc), errors=[field_error(exc)])
+    errors = each_error(exc)
+    status = 403 if any(isinstance(error, NotAllowed) for error in errors) else \
+        409 if all(isinstance(error, Conflict) for error in errors) else 422
+    return json_error(status, str(exc), errors=[field_error(error) for error in errors])
 
 
 @bp.errorhandler(NotFound)

@@ -77,9 +77,8 @@ def site_create():
     session = get_session()
     changes = _as_text(body)
     site, _ = create_site(session, changes.pop("name"), changes.pop("base_url"),
-                          changes.pop("sitemap_url", None), changes.pop("encoding", "utf-8"))
-    if changes:
-        update_site(session, site, changes, operator=access().operator)
+                          changes.pop("sitemap_url", None), changes.pop("encoding", "utf-8"),
+                          settings=changes, operator=access().operator)
     session.commit()
     response = jsonify(site_json(site))
     response.status_code = 201

@@ -94,7 +94,8 @@ SCHEMAS = {
         "description": "Fields left out keep their stored values; null clears lastmod, "
                        "changefreq or priority, [] clears images and {} alternates.",
         "properties": {
-            "loc": {"type": "string", "description": "absolute URL under the site's base URL"},
+            "loc": {"type": "string", "description": "absolute URL under the site's base URL; "
+                                                     "a fragment (#...) is removed, with a note"},
             "lastmod": nullable({"type": "string", "description": "W3C date or date-time"}),
             "changefreq": nullable(CHANGEFREQ),
             "priority": nullable(PRIORITY),
@@ -128,11 +129,17 @@ SCHEMAS = {
     "UrlDelete": {"type": "object", "required": ["locs"], "additionalProperties": False,
                   "properties": {"locs": {"type": "array", "items": STRING,
                                           "maxItems": MAX_ITEMS}}},
+    "FieldNote": {
+        "type": "object", "required": ["index", "field", "message"],
+        "description": "an item kept with a change its rules made, e.g. a fragment removed",
+        "properties": {"index": {"type": "integer"}, "field": STRING, "message": STRING},
+    },
     "UpsertResult": {
-        "type": "object", "required": ["created", "updated", "unchanged", "errors"],
+        "type": "object", "required": ["created", "updated", "unchanged", "errors", "notes"],
         "properties": {"created": COUNT, "updated": COUNT, "unchanged": COUNT,
                        "errors": {"type": "array", "items": ref("FieldError")},
-                       "warnings": {"type": "array", "items": ref("WriteWarning")}},
+                       "warnings": {"type": "array", "items": ref("WriteWarning")},
+                       "notes": {"type": "array", "items": ref("FieldNote")}},
     },
     "WriteWarning": {
         "type": "object", "required": ["rule", "count", "message"],
@@ -144,9 +151,10 @@ SCHEMAS = {
                                                             "alternate": STRING}}}},
     },
     "DeleteResult": {
-        "type": "object", "required": ["deleted", "not_found", "errors"],
+        "type": "object", "required": ["deleted", "not_found", "errors", "notes"],
         "properties": {"deleted": COUNT, "not_found": {"type": "array", "items": STRING},
-                       "errors": {"type": "array", "items": ref("FieldError")}},
+                       "errors": {"type": "array", "items": ref("FieldError")},
+                       "notes": {"type": "array", "items": ref("FieldNote")}},
     },
     "Task": {
         "type": "object", "required": ["id", "kind", "site", "status", "done", "total", "message"],

@@ -48,7 +48,8 @@ def _items(body: dict, name: str) -> list:
 
 
 def _report(report: SyncReport, **counts) -> dict:
-    return {**counts, "errors": [error.as_dict() for error in report.errors]}
+    return {**counts, "errors": [error.as_dict() for error in report.errors],
+            "notes": [note.as_dict() for note in report.notes]}
 
 
 @bp.get("/sites/<slug>/urls")

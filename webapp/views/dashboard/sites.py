@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 
 from webapp import notify, site_list, tasks
 from webapp.db import get_session
-from webapp.errors import InvalidValue, NotAllowed
+from webapp.errors import InvalidValue, NotAllowed, each_error
 from webapp.models import Delivery, Generation, Site, utcnow
 from webapp.protocol import check_site_scope
 from webapp.sitemaps import get_store
@@ -89,7 +89,7 @@ def site_new():
                                         form.get("encoding") or "utf-8")
         except InvalidValue as exc:
             session.rollback()
-            errors[exc.field] = str(exc)
+            errors = {error.field: str(error) for error in each_error(exc)}
         else:
             session.commit()
             flash(f"Created {site.name}." + (f" Note: {warning}" if warning else ""))
@@ -158,7 +158,7 @@ def site_settings_page(slug):
             warning = update_site(session, site, changes, operator=current_user.can("admin"))
         except InvalidValue as exc:
             session.rollback()
-            errors[exc.field] = str(exc)
+            errors = {error.field: str(error) for error in each_error(exc)}
             values.update(changes)
             status = 403 if isinstance(exc, NotAllowed) else 422
         else:

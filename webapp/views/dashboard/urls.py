@@ -21,7 +21,7 @@ from sqlalchemy import select, tuple_
 
 from webapp import tasks
 from webapp.db import get_session, new_session
-from webapp.errors import InvalidValue
+from webapp.errors import InvalidValue, each_error
 from webapp.models import Site, Url
 from webapp.protocol import CHANGEFREQS
 from webapp.urls import (
@@ -29,11 +29,13 @@ from webapp.urls import (
     ImportFormatError,
     check_encoding_choice,
     check_source_url,
+    check_url,
     csv_chunks,
     delete_urls,
     hreflang,
-    save_url,
+    shown,
     starting_with,
+    write_url,
 )
 from webapp.views.auth import demand, require
 from webapp.views.dashboard import bp, load_site
@@ -102,18 +104,42 @@ def url_add(slug):
     site = load_site(slug)
     session = get_session()
     form = request.form
+    # Adding never erases: a field left empty keeps the value a URL already there has.
+    given = {name: form[name] for name in FIELDS if form.get(name, "").strip()}
     try:
-        url, created = save_url(session, site, form.get("loc", ""),
-                                {name: form.get(name) or None for name in FIELDS})
+        saved = write_url(session, site, check_url(site, form.get("loc", ""), given))
     except InvalidValue as exc:
         session.rollback()
         rows = session.scalars(_query(site, {})).all()[:PAGE]
         return render_template("dashboard/urls.html", site=site, rows=rows, sorts=SORTS,
                                next_args=None, args={}, changefreqs=CHANGEFREQS,
-                               errors={exc.field: str(exc)}, form=form), 422
+                               errors=_by_field(exc), form=form), 422
     session.commit()
-    flash(f"{'Added' if created else 'Updated'} {url.loc}.")
-    return redirect(url_for("dashboard.urls", slug=slug))
+    for note in saved.notes:
+        flash(f"Note: {note}.")
+    if saved.created:
+        flash(f"Added {saved.url.loc}.")
+        return redirect(url_for("dashboard.urls", slug=slug))
+    # It was there already: its page shows every value it has now.
+    if not saved.changes:
+        flash(f"{saved.url.loc} is already in this site with these values; nothing changed.")
+    else:
+        flash(f"Updated {saved.url.loc}, which was already in this site.")
+        for name, (old, new) in saved.changes.items():
+            flash(f"{LABELS[name]} changed from {shown(name, old)} to {shown(name, new)}.")
+    if len(given) < len(FIELDS):
+        flash("The fields you left empty kept their stored values; change them here.")
+    return redirect(url_for("dashboard.url_edit", slug=slug, url_id=saved.url.id))
+
+
+LABELS = {"lastmod": "Last modified", "changefreq": "Change frequency", "priority": "Priority",
+          "images": "Images", "alternates": "Language versions"}
+
+
+def _by_field(exc: InvalidValue) -> dict[str, str]:
+    """Each field's error, under the name of the form field it belongs to."""
+    names = {"image": "images", "alternate": "alternates"}
+    return {names.get(error.field, error.field): str(error) for error in each_error(exc)}
 
 
 def _load_url(site, url_id: int) -> Url:
@@ -134,15 +160,18 @@ def url_edit(slug, url_id):
         demand("editor")
         session = get_session()
         try:
-            save_url(session, site, url.loc, {name: form.get(name) or None for name in FIELDS},
-                     images=[line for line in form.get("images", "").splitlines() if line.strip()],
-                     alternates=[line for line in form.get("alternates", "").splitlines()
-                                 if line.strip()])
+            saved = write_url(session, site, check_url(
+                site, url.loc, {name: form.get(name) or None for name in FIELDS},
+                images=[line for line in form.get("images", "").splitlines() if line.strip()],
+                alternates=[line for line in form.get("alternates", "").splitlines()
+                            if line.strip()]))
         except InvalidValue as exc:
             session.rollback()
-            errors[exc.field] = str(exc)
+            errors = _by_field(exc)
         else:
             session.commit()
+            for note in saved.notes:
+                flash(f"Note: {note}.")
             flash(f"Saved {url.loc}.")
             return redirect(url_for("dashboard.url_edit", slug=slug, url_id=url_id))
     return render_template(
