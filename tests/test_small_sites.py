@@ -16,8 +16,8 @@ from tests.test_generate import published
 from webapp import jobs, leases
 from webapp.db import new_session
 from webapp.models import Generation, Site, Url, UrlAlternate, UrlImage, utcnow
-from webapp.sitemaps import get_store, small_sites
-from webapp.urls import save_url
+from webapp.sitemaps import SitemapStore, build, get_store, small_sites
+from webapp.urls import delete_urls, save_url
 
 
 def due_now(session, *sites: Site) -> None:
@@ -251,3 +251,53 @@ def test_a_site_grown_past_one_file_since_it_was_counted_is_run_on_its_own(app, 
     assert runs(session, site) == ["succeeded"]
     session.expire_all()
     assert session.get(Site, site.id).next_run_at > utcnow() - timedelta(seconds=1)
+
+
+def test_a_batch_compresses_its_files_as_a_run_of_its_own_does(app, session, tmp_path):
+    """A body is stored once per digest, by whichever path comes first: both must write the
+    same gzip bytes (mtime 0, no file name, the same header)."""
+    site = rich_site(session, "Rich")
+    [run], _ = small_sites.write_small_sites(session, [site], utcnow())
+    path = tmp_path / "sitemap.xml"
+    path.write_bytes(run.body)
+    build._compress_and_hash(path, run.file)
+    assert run.bodies[run.file.sha256][1] == (tmp_path / "sitemap.xml.gz").read_bytes()
+
+
+def test_a_site_that_shrank_to_one_file_keeps_the_layout_a_run_of_its_own_gives_it(
+        app, session):
+    """Which path made a set never shows: a site whose last set had several files and an
+    index is handed back to `generate_site`, which decides what of that layout to keep."""
+    twins = [make_site(session, f"W{n}", f"https://w{n}.example.com/", max_urls_per_file=3)
+             for n in range(2)]
+    for site in twins:
+        make_urls(session, site, 5)
+        assert jobs.regenerate(site.id, app).status == "succeeded"
+        ids = session.scalars(select(Url.id).where(Url.site_id == site.id).order_by(Url.id))
+        delete_urls(session, site, list(ids)[:2])
+        session.commit()
+    due_now(session, *twins)
+    assert jobs.generate_many_if_due([twins[0].id], app) == {twins[0].id: "succeeded"}
+    assert jobs.regenerate(twins[1].id, app).status == "succeeded"
+    assert sorted(published(app, twins[0])) == sorted(published(app, twins[1]))
+
+
+def test_a_batch_whose_pruning_fails_after_its_commit_still_reports_its_runs(
+        app, session, monkeypatch):
+    """The runs are committed: their outcome (which decides the announcements) stands even
+    when dropping old generations fails afterwards."""
+    app.config["SITEMAP_KEEP_GENERATIONS"] = 1
+    site = make_site(session)
+    make_urls(session, site, 2)
+    due_now(session, site)
+    assert jobs.generate_many_if_due([site.id], app) == {site.id: "succeeded"}
+    session.execute(update(Url).values(lastmod="2026-01-02"))
+    session.commit()
+    due_now(session, site)
+
+    def blip(self, removed):
+        raise RuntimeError("the database went away for a moment")
+
+    monkeypatch.setattr(SitemapStore, "drop_generations", blip)
+    assert jobs.generate_many_if_due([site.id], app) == {site.id: "succeeded"}
+    assert runs(session, site) == ["succeeded", "succeeded"]

@@ -382,10 +382,14 @@ def _regenerate_small_sites(app: Flask, site_ids: list[int], now: datetime,
         outcome.update({run.site.id: status for run, (status, _) in zip(runs, statuses)})
         keys = [site.storage_key for site, _ in live]
         session.commit()
-    for key in keys:
-        store.forget(key)
-    if stale:
-        store.drop_generations(stale)
+    # Committed: the outcome stands whatever happens now (it decides the announcements).
+    try:
+        for key in keys:
+            store.forget(key)
+        if stale:
+            store.drop_generations(stale)
+    except Exception:  # pruned at a later run of these sites
+        log.exception("old generations of %d sites could not be pruned", len(keys))
     return outcome
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import os
 import secrets
 from collections.abc import Iterable
@@ -134,14 +135,26 @@ def replace_file(path: Path, data: bytes) -> None:
         raise
 
 
+def gzip_writer(raw) -> gzip.GzipFile:
+    """Compresses into the binary file `raw` as every published `.gz` is: mtime 0 and no file
+    name, so the bytes depend on the content alone (the same for a file and a body in memory)."""
+    return gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=GZIP_LEVEL, mtime=0)
+
+
+def gzip_bytes(data: bytes) -> bytes:
+    """`data` compressed as `gzip_writer` compresses a file."""
+    packed = io.BytesIO()
+    with gzip_writer(packed) as out:
+        out.write(data)
+    return packed.getvalue()
+
+
 def _compress_and_hash(path: Path, built: BuiltFile) -> BuiltFile:
     """Write `<path>.gz` beside the file and record both digests' worth of facts."""
     digest = hashlib.sha256()
     gz_path = path.with_name(path.name + ".gz")
     draft = gz_path.with_name(f".{gz_path.name}.part")  # replaces, never writes through a link
-    # mtime=0 and no file name make the gzip bytes depend only on the content.
-    with open(path, "rb") as source, open(draft, "wb") as raw, \
-            gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=GZIP_LEVEL, mtime=0) as out:
+    with open(path, "rb") as source, open(draft, "wb") as raw, gzip_writer(raw) as out:
         while chunk := source.read(FLUSH_BYTES):
             digest.update(chunk)
             out.write(chunk)

@@ -16,7 +16,6 @@ a worker writes a generation are local scratch space under the same folder.
 
 from __future__ import annotations
 
-import gzip
 import json
 import logging
 import os
@@ -38,6 +37,7 @@ from werkzeug.http import http_date
 
 from webapp.db import after_commit
 from webapp.models import FileBody, FileBodyPart, Generation, Site, StoredFile, utcnow
+from webapp.sitemaps.build import gzip_writer
 from webapp.sitemaps.cache import (
     PART_BYTES,
     TRIM_GRACE,
@@ -53,7 +53,6 @@ STAGING = "staging"
 EXPORT_MARKER = ".sitemap-export-{key}.json"
 # What export gives the files it writes: a static server of another user reads them.
 PUBLIC_MODE = 0o644
-GZIP_LEVEL = 6
 SETS_KEPT = 1024  # file lists kept in memory per process, the most recently used
 TRIM_SECONDS = 600  # how often a serving node drops cached bodies no kept generation names
 
@@ -354,9 +353,7 @@ class SitemapStore:
             raise MissingBody(f"the body of {entry.name} ({entry.sha256}) is neither stored "
                               "nor staged")
         if not packed.exists():  # the stylesheet is staged without a twin
-            with open(plain, "rb") as source, open(packed, "xb") as raw, gzip.GzipFile(
-                    filename="", mode="wb", fileobj=raw, compresslevel=GZIP_LEVEL,
-                    mtime=0) as out:
+            with open(plain, "rb") as source, open(packed, "xb") as raw, gzip_writer(raw) as out:
                 shutil.copyfileobj(source, out, PART_BYTES)
         if not _insert_ignoring_duplicates(session, {
                 "digest": entry.sha256, "size": entry.size, "gzip_size": packed.stat().st_size,

@@ -10,12 +10,12 @@ one statement per table for all of them.
 The files are byte for byte those `generate.generate_site` writes for the same site (a single
 urlset file under the site's sitemap name, dated the same way), and a set equal to the one
 served is left alone the same way: which path made a set never shows. A site that turns out
-not to fit in one file (or holds no URLs) is handed back, for `generate_site`.
+not to fit in one file (or holds no URLs, or whose last set was laid out in several files) is
+handed back, for `generate_site`.
 """
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import itertools
 from collections.abc import Sequence
@@ -32,12 +32,12 @@ from webapp.models import Generation, GenerationFile, Site, StoredFile, Url, Url
 from webapp.protocol import normalize_lastmod
 from webapp.sitemaps import incremental
 from webapp.sitemaps.build import (
-    GZIP_LEVEL,
     STYLESHEET,
     URLSET_CLOSE,
     BuiltFile,
     Limits,
     alternate_fragment,
+    gzip_bytes,
     image_fragment,
     url_fragment,
     urlset_open,
@@ -96,6 +96,11 @@ def write_small_sites(session: Session, sites: Sequence[Site], now: datetime,
             others.append(site)
             continue
         previous_id, before = previous.get(site.id, (None, {}))
+        if set(before) - {run.file.name}:
+            # Its last set was laid out otherwise (files and an index, before it shrank):
+            # `generate_site` decides what of it to keep, as it would without batches.
+            others.append(site)
+            continue
         stamp = later_than(before, stamp_now)
         carry_lastmods([run.file], before, stamp)
         sheets = served.get(site.published_generation_id, [])
@@ -122,7 +127,7 @@ def _write(site: Site, urls: SiteUrls | None) -> SmallRun | None:
     body = (header + "".join(fragments) + URLSET_CLOSE).encode()
     if len(fragments) > limits.max_urls or len(body) > limits.max_bytes:
         return None
-    packed = gzip.compress(body, GZIP_LEVEL, mtime=0)
+    packed = gzip_bytes(body)
     digest = hashlib.sha256(body).hexdigest()
     built = BuiltFile(name, "urlset", len(fragments), len(body), len(packed), digest,
                       first_id, last_id)
@@ -137,7 +142,7 @@ def _write(site: Site, urls: SiteUrls | None) -> SmallRun | None:
 @cache
 def _stylesheet_body() -> tuple[int, bytes]:
     data = STYLESHEET.read_bytes()
-    return len(data), gzip.compress(data, GZIP_LEVEL, mtime=0)
+    return len(data), gzip_bytes(data)
 
 
 _stylesheet = cache(stylesheet_entry)  # the same bytes for every site: hashed once per name
