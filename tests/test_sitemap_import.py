@@ -172,3 +172,19 @@ def test_broken_xml_is_explained_in_the_files_terms(session, body, expected):
     assert message.startswith("sitemap.xml is not well-formed XML: ")
     assert expected in message, message
     assert "<string>" not in message
+
+
+def test_alternates_without_a_return_link_are_named_in_the_import_report(session):
+    """Search engines ignore an alternate that does not list its page back: the report says
+    so, as site health does, instead of a clean 'rejected 0'."""
+    site = make_site(session)
+    one_way = shoes().replace(
+        f'    <xhtml:link rel="alternate" hreflang="en" href="{SHOP}en/shoes"/>\n'
+        f'    <xhtml:link rel="alternate" hreflang="de" href="{SHOP}de/schuhe"/>\n'
+        "  </url>\n</urlset>", "  </url>\n</urlset>")
+    report = imported(session, site, one_way)
+    assert report.rejected == 0
+    [warning] = [line for line in report.summary().splitlines() if "hreflang" in line]
+    assert warning.startswith("1 hreflang alternates of the site do not list their page back")
+    assert f"{SHOP}de/schuhe does not list {SHOP}en/shoes." in warning
+    assert "hreflang" not in imported(session, site, shoes()).summary()  # completed: quiet

@@ -51,6 +51,7 @@ class ImportReport:
     rejections: list[tuple[int, str]] = field(default_factory=list)
     notes: list[tuple[int, str]] = field(default_factory=list)  # rows kept with a change
     noted: int = 0
+    warnings: list[str] = field(default_factory=list)  # stored, but will not work as meant
     unchanged_locs: set[str] | None = None  # a set: write_batch adds the locs it left alone
 
     def hold_site(self, session: Session, site_id: int) -> int:
@@ -86,7 +87,7 @@ class ImportReport:
             text += f" ({self.duplicates} {lines} already in the file: the last one is kept)"
         if self.noted:
             text += f"; {self.noted} kept with a note (listed below)"
-        return text
+        return "\n".join([text, *self.warnings])
 
 
 class ImportFormatError(ValueError):

@@ -25,6 +25,7 @@ from webapp.errors import InvalidValue
 from webapp.models import Site
 from webapp.outbound import OutboundError, Policy, fetch
 from webapp.urls.encodings import open_text
+from webapp.urls.hreflang import unreturned
 from webapp.urls.importing import ImportFormatError, ImportReport, import_urls
 from webapp.urls.sitemap_import import import_sitemap
 from webapp.urls.sitemap_reader import MAX_FILE_BYTES, SitemapEntries, looks_like_sitemap
@@ -108,8 +109,17 @@ def import_opened(session: Session, site: Site, opened: TextIO | SitemapEntries,
     """Import what `open_import` opened into `site`; `rewrite_origin` (sitemaps only) maps the
     file's origin to the site's. The caller commits."""
     if isinstance(opened, SitemapEntries):
-        return import_sitemap(session, site, opened, rewrite_origin, progress)
-    if rewrite_origin:
+        report = import_sitemap(session, site, opened, rewrite_origin, progress)
+    elif rewrite_origin:
         raise ImportFormatError("the origin is rewritten only in sitemaps (XML), and this file "
                                 "is a CSV file or a list of URLs; import it without rewriting")
-    return import_urls(session, site, opened, progress=progress)
+    else:
+        report = import_urls(session, site, opened, progress=progress)
+    missing = unreturned(session, site)
+    if missing.count:
+        report.warnings.append(
+            f"{missing.count} hreflang alternates of the site do not list their page back, "
+            f"and search engines ignore them: {missing.describe()} Completing the clusters "
+            "(on the site's page, or `flask urls complete-hreflang`) adds the missing links "
+            "wherever every page of a cluster is a URL of the site.")
+    return report
