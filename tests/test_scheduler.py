@@ -8,10 +8,10 @@ import io
 import os
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy import select
 
@@ -243,23 +243,28 @@ def test_a_running_scheduler_follows_changed_schedules_without_a_restart(app, se
     session.commit()
     background = BackgroundScheduler(timezone="UTC")
     scheduler.add_jobs(background, app)
+    ticks = []  # the clock's ticks that have ended, counted rather than waited for
+    background.add_listener(lambda event: ticks.append(event) if event.job_id == "queue-due-sites"
+                            else None, EVENT_JOB_EXECUTED | EVENT_JOB_ERROR)
+
+    def ticks_after(count: int, more: int) -> None:
+        wait_for(lambda: len(ticks) >= count + more, 60, f"{more} ticks of the clock")
+
     background.start()
     try:
-        time.sleep(0.5)
+        ticks_after(0, 3)
         assert statuses(session, site) == []  # off: nothing runs
         update_site(session, site, {"schedule": "every 1s"})
         site.next_run_at = utcnow()
         session.commit()
-        deadline = time.monotonic() + 10
-        while len(statuses(session, site)) < 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert len(statuses(session, site)) >= 2
+        wait_for(lambda: len(statuses(session, site)) >= 2, 60, "two scheduled runs")
         update_site(session, site, {"schedule": "off"})
         session.commit()
-        time.sleep(0.3)  # a run in hand may finish
+        ticks_after(len(ticks), 2)  # a tick in hand may make a run; the next one saw "off"
         count = len(statuses(session, site))
-        time.sleep(1.5)
+        ticks_after(len(ticks), 3)
         assert len(statuses(session, site)) == count
+        assert not [tick for tick in ticks if tick.exception]
     finally:
         background.shutdown(wait=True)
         app.extensions["db_engine"].dispose()
