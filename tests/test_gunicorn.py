@@ -194,12 +194,12 @@ def test_a_unix_socket_is_shared_by_the_workers(environment, tmp_path):
                 client.sendall(b"GET /sitemaps/none/sitemap.xml HTTP/1.1\r\nHost: a\r\n"
                                b"Connection: close\r\n\r\n")
                 assert client.recv(64).startswith(b"HTTP/1.1 404")
-        time.sleep(1)
-        assert worker_pids(server) == workers  # none failed and was restarted
+        assert worker_pids(server) == workers
     finally:
         server.terminate()
         output = server.communicate(timeout=60)[0]
     assert "One listening socket shared by the workers" in output
+    assert output.count("Booting worker") == 2, output  # none failed and was restarted
 
 
 def test_an_address_that_is_not_this_machines_stops_gunicorn_at_once(environment):
