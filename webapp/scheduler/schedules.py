@@ -1,5 +1,6 @@
 """Site schedules as people write them (`every 6h`, `cron:0 3 * * *`, `off`), and when each
-runs next. APScheduler's cron trigger does the calendar arithmetic, time zones included."""
+runs next. APScheduler's cron trigger finds the wall-clock times a schedule names; which moment
+each is, on the nights the clocks change, is decided here."""
 
 from __future__ import annotations
 
