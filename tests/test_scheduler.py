@@ -338,3 +338,27 @@ def test_two_schedulers_and_two_workers_never_do_the_same_work_twice(app, sessio
     assert deliveries and all(d.status == "delivered" and d.attempts == 1 for d in deliveries)
     sent = [url for body in posted(engine) for url in body["urlList"]]
     assert len(sent) == len(set(sent)) == 3 * 3001
+
+
+def test_changes_that_became_ready_while_a_run_looked_get_a_run_queued(app, session, tmp_path):
+    # The run of a burst's message found the changes not quiet yet, and by the time it asked
+    # again they were: that message was theirs, so without another the run waited for the
+    # clock (and never came with workers alone).
+    from tests.test_workers import node
+    from webapp.tasks import queue
+
+    embedded = node(app, tmp_path / "node")
+    try:
+        site = make_site(session, change_delay=2, schedule="off")
+        save_url(session, site, f"{site.base_url}a")
+        site.changed_at = utcnow() - timedelta(seconds=3)  # quiet now
+        site.run_queued_until = None  # the message has been taken (tasks.work.regenerate_due)
+        session.commit()
+        queue.again_when_ready(embedded, [site.id])
+        messages = list((tmp_path / "node" / "broker" / "queue").iterdir())
+        session.expire_all()
+        assert len(messages) == 1 and site.run_queued_until is not None
+        queue.again_when_ready(embedded, [site.id])  # queued already: not twice
+        assert len(list((tmp_path / "node" / "broker" / "queue").iterdir())) == 1
+    finally:
+        embedded.extensions["db_engine"].dispose()
