@@ -468,12 +468,9 @@ def test_urls_are_deleted_by_loc_one_or_many(api, session, shop):
 
 
 def wait_for(api, location) -> dict:
-    for _ in range(400):
-        state = api.client.get(location, headers={"Authorization": f"Bearer {api.secret}"}).json
-        if state["status"] != "running":
-            return state
-        time.sleep(0.05)
-    raise AssertionError(f"{location} still running")
+    return wait_until(lambda: (state := api.client.get(location, headers={
+        "Authorization": f"Bearer {api.secret}"}).json)["status"] != "running" and state,
+        60, f"{location} to finish")
 
 
 def test_generate_now_publishes_and_announces_the_changed_urls(api, session, engine):
@@ -569,8 +566,8 @@ def test_an_upsert_waiting_on_a_delete_of_the_same_url_brings_it_back(app, datab
     assert upsert.is_alive()
     deleter.commit()
     deleter.close()
-    upsert.join(10)
-    assert answers[0].json["created"] == 1, answers[0].text
+    upsert.join(60)
+    assert not upsert.is_alive() and answers[0].json["created"] == 1, answers[0].text
     session.expire_all()
     url = session.scalar(select(Url).where(Url.loc == loc))
     assert url.deleted_at is None and url.lastmod == "2026-02-02"

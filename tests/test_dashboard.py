@@ -6,7 +6,6 @@ from __future__ import annotations
 import gzip
 import io
 import re
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from hypothesis import strategies as st
 from sqlalchemy import delete, func, select, update
 
 from tests.builders import make_site, make_urls
+from tests.probes import wait_for
 from webapp import jobs
 from webapp.models import (
     Delivery,
@@ -79,12 +79,8 @@ def post(client, path, **data):
 
 
 def wait_for_task(client, location) -> dict:
-    for _ in range(200):
-        state = client.get(location + ".json").json
-        if state["status"] != "running":
-            return state
-        time.sleep(0.05)
-    raise AssertionError(f"task {location} still running")
+    return wait_for(lambda: (state := client.get(location + ".json").json)["status"]
+                    != "running" and state, 60, f"task {location} to finish")
 
 
 # Access

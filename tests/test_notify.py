@@ -14,10 +14,11 @@ import time
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import event, select
 from werkzeug import Response
 
 from tests.builders import make_site
+from tests.probes import wait_for, waiting_on_locks
 from webapp import jobs, notify
 from webapp.models import Delivery, Url, utcnow
 from webapp.notify.ledger import backoff, claim
@@ -230,7 +231,7 @@ def test_an_engine_that_hangs_is_given_up_on_at_the_timeout(app, session, site, 
     announce_one(app, session, site)
     notify.deliver(app)
     release.set()
-    finished.wait(10)  # so the late answer is not logged during the next test
+    assert finished.wait(60)  # so the late answer is not logged during the next test
     [delivery] = ledger(session)
     assert delivery.status == "pending" and delivery.http_status is None
     assert delivery.outcome == "no answer within 0.5 s; will try again"
@@ -446,8 +447,22 @@ def test_a_url_edit_during_an_import_waits_instead_of_deadlocking(app, session, 
             errors.append(exc)
 
     editor = threading.Thread(target=edit)
-    editor.start()
-    time.sleep(0.5)  # the editor is now waiting for the site's row
+    asked = threading.Event()  # the editor has asked for the site's row
+
+    def note_the_editors_ask(connection, cursor, statement, *args) -> None:
+        if threading.current_thread() is editor and statement.startswith("UPDATE sites"):
+            asked.set()
+
+    database = app.extensions["db_engine"]
+    event.listen(database, "before_cursor_execute", note_the_editors_ask)
+    try:
+        editor.start()
+        assert asked.wait(60)
+        if database.dialect.name == "postgresql":  # and waits for it (SQLite: for the file)
+            with app.extensions["db_sessionmaker"]() as watcher:
+                wait_for(waiting_on_locks(watcher, 1), what="the editor waiting for the row")
+    finally:
+        event.remove(database, "before_cursor_execute", note_the_editors_ask)
     import_urls(session, site, io.StringIO(f"loc,lastmod\n{site.base_url}x,2026-02-02\n"))
     session.commit()
     editor.join(20)

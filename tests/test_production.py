@@ -17,6 +17,7 @@ import pytest
 import requests
 from sqlalchemy.engine import make_url
 
+from tests import probes
 from tests.builders import free_port, make_site, make_urls
 from tests.conftest import ROOT
 from webapp import create_app, jobs
@@ -228,11 +229,8 @@ def test_a_database_outage_gives_clear_errors_and_recovers_without_a_restart(
         assert page.status_code == 503 and "database is not answering" in page.text
         # Crawlers are served from the published files and the routes known before.
         assert client.get("/sitemaps/shop/sitemap.xml").status_code == 200
-        deadline = time.monotonic() + 20
-        while "the database is unreachable" not in log.read_text() \
-                and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert "the database is unreachable" in log.read_text()
+        probes.wait_for(lambda: "the database is unreachable" in log.read_text(), 60,
+                        "the scheduler to say the database is unreachable")
         assert scheduler.poll() is None  # still running
 
         outage.restore()
@@ -243,12 +241,8 @@ def test_a_database_outage_gives_clear_errors_and_recovers_without_a_restart(
         assert dashboard.get("/").status_code == 200
         # The same scheduler process queues the change made after the outage, and the same
         # worker generates it.
-        sitemap = ""
-        deadline = time.monotonic() + 30
-        while "after-outage" not in sitemap and time.monotonic() < deadline:
-            time.sleep(0.3)
-            sitemap = client.get("/sitemaps/shop/sitemap.xml").text
-        assert "after-outage" in sitemap
+        probes.wait_for(lambda: "after-outage" in client.get("/sitemaps/shop/sitemap.xml").text,
+                        120, "the change made after the outage to be published")
         assert "Traceback" not in log.read_text()
         assert scheduler.poll() is None and worker.poll() is None  # neither restarted
     finally:

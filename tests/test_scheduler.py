@@ -8,10 +8,10 @@ import io
 import os
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy import select
 
@@ -243,23 +243,28 @@ def test_a_running_scheduler_follows_changed_schedules_without_a_restart(app, se
     session.commit()
     background = BackgroundScheduler(timezone="UTC")
     scheduler.add_jobs(background, app)
+    ticks = []  # the clock's ticks that have ended, counted rather than waited for
+    background.add_listener(lambda event: ticks.append(event) if event.job_id == "queue-due-sites"
+                            else None, EVENT_JOB_EXECUTED | EVENT_JOB_ERROR)
+
+    def ticks_after(count: int, more: int) -> None:
+        wait_for(lambda: len(ticks) >= count + more, 60, f"{more} ticks of the clock")
+
     background.start()
     try:
-        time.sleep(0.5)
+        ticks_after(0, 3)
         assert statuses(session, site) == []  # off: nothing runs
         update_site(session, site, {"schedule": "every 1s"})
         site.next_run_at = utcnow()
         session.commit()
-        deadline = time.monotonic() + 10
-        while len(statuses(session, site)) < 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert len(statuses(session, site)) >= 2
+        wait_for(lambda: len(statuses(session, site)) >= 2, 60, "two scheduled runs")
         update_site(session, site, {"schedule": "off"})
         session.commit()
-        time.sleep(0.3)  # a run in hand may finish
+        ticks_after(len(ticks), 2)  # a tick in hand may make a run; the next one saw "off"
         count = len(statuses(session, site))
-        time.sleep(1.5)
+        ticks_after(len(ticks), 3)
         assert len(statuses(session, site)) == count
+        assert not [tick for tick in ticks if tick.exception]
     finally:
         background.shutdown(wait=True)
         app.extensions["db_engine"].dispose()
@@ -333,3 +338,27 @@ def test_two_schedulers_and_two_workers_never_do_the_same_work_twice(app, sessio
     assert deliveries and all(d.status == "delivered" and d.attempts == 1 for d in deliveries)
     sent = [url for body in posted(engine) for url in body["urlList"]]
     assert len(sent) == len(set(sent)) == 3 * 3001
+
+
+def test_changes_that_became_ready_while_a_run_looked_get_a_run_queued(app, session, tmp_path):
+    # The run of a burst's message found the changes not quiet yet, and by the time it asked
+    # again they were: that message was theirs, so without another the run waited for the
+    # clock (and never came with workers alone).
+    from tests.test_workers import node
+    from webapp.tasks import queue
+
+    embedded = node(app, tmp_path / "node")
+    try:
+        site = make_site(session, change_delay=2, schedule="off")
+        save_url(session, site, f"{site.base_url}a")
+        site.changed_at = utcnow() - timedelta(seconds=3)  # quiet now
+        site.run_queued_until = None  # the message has been taken (tasks.work.regenerate_due)
+        session.commit()
+        queue.again_when_ready(embedded, [site.id])
+        messages = list((tmp_path / "node" / "broker" / "queue").iterdir())
+        session.expire_all()
+        assert len(messages) == 1 and site.run_queued_until is not None
+        queue.again_when_ready(embedded, [site.id])  # queued already: not twice
+        assert len(list((tmp_path / "node" / "broker" / "queue").iterdir())) == 1
+    finally:
+        embedded.extensions["db_engine"].dispose()

@@ -326,8 +326,12 @@ def test_a_slow_engine_holds_back_only_its_own_records(app, session, engine):
         sender = threading.Thread(target=notify.deliver, args=(app,))
         sender.start()
         wait_for(lambda: engine.log, what="site B's announcement while A's engine drips")
-        assert drip.open == 1 and not drip.finished.is_set()  # A's is still in flight
-    sender.join(60)  # the drip server has hung up: A's attempt ends, to be retried
+        # A's request may reach the drip server before or after B's: either way it is open
+        # and its answer far from whole (6000 bytes, one every 50 ms) while B's is done.
+        wait_for(lambda: drip.open == 1, what="A's request to be in flight")
+        assert sender.is_alive() and not drip.finished.is_set()  # A's is still in flight
+    sender.join(120)  # the drip server has hung up: A's attempt ends, to be retried
+    assert not sender.is_alive()
     records = {d.id: d for d in session.scalars(select(Delivery))}
     assert records[ids[1]].status == "delivered" and records[ids[1]].attempts == 1
     assert records[ids[0]].status == "pending" and records[ids[0]].attempts == 1

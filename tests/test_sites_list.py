@@ -234,7 +234,8 @@ def test_two_writers_of_the_same_url_at_once_count_it_once(app, database_url, se
         wait_for(waiting_on_locks(watcher, 1), what="the second writer waiting for the site")
     first.commit()
     first.close()
-    thread.join(10)
+    thread.join(60)
+    assert not thread.is_alive()
     if write == "delete":
         assert isinstance(outcome[0], NotFound) and live(session, site) == (2, 2)
     else:

@@ -1,10 +1,12 @@
 """Site schedules as people write them (`every 6h`, `cron:0 3 * * *`, `off`), and when each
-runs next. APScheduler's cron trigger does the calendar arithmetic, time zones included."""
+runs next. APScheduler's cron trigger finds the wall-clock times a schedule names; which moment
+each is, on the nights the clocks change, is decided here."""
 
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from bisect import bisect_left
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from apscheduler.triggers.cron import CronTrigger
@@ -15,6 +17,7 @@ DEFAULT_SCHEDULE = "every 6h"
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 MAX_INTERVAL = 365 * 86400
 _EVERY = re.compile(r"every\s+0*(\d+)\s*([smhd])")
+_INSTANT = timedelta(microseconds=1)
 
 
 def check_timezone(value: str) -> str:
@@ -78,14 +81,43 @@ def check_schedule(value: str) -> str:
 
 
 def next_run(schedule: str, timezone: str, now: datetime) -> datetime | None:
-    """The first run after `now`; None when the schedule is off."""
+    """The first run after `now`; None when the schedule is off.
+
+    `every N` counts real time. A cron schedule names times on the wall clock of `timezone`,
+    and each time named runs once, at the first moment the clocks show it or a later time:
+    the first of the two 01:30s when the clocks go back at 02:00, and the moment they jump
+    (03:00) for a 02:30 they skip going forward."""
     if schedule == "off":
         return None
     every = _EVERY.fullmatch(schedule)
     if every:
         return now + timedelta(seconds=int(every.group(1)) * UNITS[every.group(2)])
-    trigger = _cron(schedule.removeprefix("cron:"), timezone)
-    fire = trigger.get_next_fire_time(None, now)
-    if fire is not None and fire <= now:  # exactly now: that run is the one just made
-        fire = trigger.get_next_fire_time(fire, now + timedelta(seconds=1))
-    return fire
+    zone = ZoneInfo(timezone)
+    wall_clock = _cron(schedule.removeprefix("cron:"), "UTC")  # UTC has no clock changes
+    shown = _shown(now, zone)
+    # Later wall times run later, except in an hour shown twice: there the runs were made at
+    # the first showing, behind `now` when it is in the second.
+    while (shown := wall_clock.get_next_fire_time(None, shown.replace(tzinfo=UTC) + _INSTANT)):
+        moment = _first_showing(shown.replace(tzinfo=None), zone)
+        if moment > now:  # exactly now: that run is the one just made
+            return moment
+    return None
+
+
+def _shown(moment: datetime, zone: ZoneInfo) -> datetime:
+    """What the clocks of `zone` show at `moment` (naive)."""
+    return moment.astimezone(zone).replace(tzinfo=None, fold=0)
+
+
+def _first_showing(wall: datetime, zone: ZoneInfo) -> datetime:
+    """The first moment the clocks of `zone` show `wall` or a later time."""
+    moment = wall.replace(tzinfo=zone, fold=0).astimezone(UTC)  # fold=0: the first of two
+    if _shown(moment, zone) == wall:
+        return moment
+    # Skipped: read with the offset after the jump `wall` is before it, with the one before,
+    # after it; the jump, on a whole second, is the first second that shows a later time.
+    early = wall.replace(tzinfo=zone, fold=1).astimezone(UTC)
+    seconds = range(int((moment - early).total_seconds()) + 1)
+    jump = bisect_left(seconds, True,
+                       key=lambda second: _shown(early + timedelta(seconds=second), zone) > wall)
+    return early + timedelta(seconds=jump)

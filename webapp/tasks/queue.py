@@ -126,15 +126,16 @@ def soon(app: Flask, site_id: int) -> None:
 
 
 def again_when_ready(app: Flask, site_ids: list[int]) -> None:
-    """After runs: changes that wait but are not ready yet get a run queued for when they
-    are (those ready now were queued by their own commit, or the clock finds them)."""
+    """After runs: changes that still wait get a run queued for when they are ready. Those
+    that became ready since the run looked too: the message their commit queued was this
+    one. A site whose commit queued a run meanwhile keeps that one (mark)."""
     with new_session(app) as session:
         ready = {site.id: jobs.changes_ready_at(site) for site in session.scalars(
             select(Site).where(Site.id.in_(site_ids), Site.change_seq > Site.generated_seq))}
     now = utcnow()
     for site_id, when in ready.items():
-        if when is not None and when > now:
-            _queue_run(app, site_id, (when - now).total_seconds(), now)
+        if when is not None:
+            _queue_run(app, site_id, max((when - now).total_seconds(), 0), now)
 
 
 def queue_due(app: Flask, now: datetime) -> list[int]:
