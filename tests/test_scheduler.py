@@ -362,3 +362,27 @@ def test_changes_that_became_ready_while_a_run_looked_get_a_run_queued(app, sess
         assert len(list((tmp_path / "node" / "broker" / "queue").iterdir())) == 1
     finally:
         embedded.extensions["db_engine"].dispose()
+
+
+def test_a_ready_site_another_process_is_generating_is_left_to_it(app, session, tmp_path):
+    # Queued now, its run would find the site busy and come back here at once, again and
+    # again for as long as the other run lasts; that run asks the same when it is done.
+    from tests.test_workers import node
+    from webapp.tasks import queue
+
+    embedded = node(app, tmp_path / "node")
+    try:
+        site = make_site(session, change_delay=0, schedule="off")
+        save_url(session, site, f"{site.base_url}a")
+        site.run_queued_until = None
+        site.run_owner, site.run_lease_until = "elsewhere:1:run", utcnow() + timedelta(hours=1)
+        session.commit()
+        queue.again_when_ready(embedded, [site.id])
+        assert not (tmp_path / "node" / "broker" / "queue").exists() or not list(
+            (tmp_path / "node" / "broker" / "queue").iterdir())
+        site.run_owner = site.run_lease_until = None  # that run ended without generating
+        session.commit()
+        queue.again_when_ready(embedded, [site.id])
+        assert len(list((tmp_path / "node" / "broker" / "queue").iterdir())) == 1
+    finally:
+        embedded.extensions["db_engine"].dispose()

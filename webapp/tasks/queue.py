@@ -128,13 +128,17 @@ def soon(app: Flask, site_id: int) -> None:
 def again_when_ready(app: Flask, site_ids: list[int]) -> None:
     """After runs: changes that still wait get a run queued for when they are ready. Those
     that became ready since the run looked too: the message their commit queued was this
-    one. A site whose commit queued a run meanwhile keeps that one (mark)."""
-    with new_session(app) as session:
-        ready = {site.id: jobs.changes_ready_at(site) for site in session.scalars(
-            select(Site).where(Site.id.in_(site_ids), Site.change_seq > Site.generated_seq))}
+    one. A site whose commit queued a run meanwhile keeps that one (mark), and a site another
+    process is generating is left to it (it asks the same when it is done): queueing it now
+    would only find it busy again, at once, for as long as that run lasts."""
     now = utcnow()
-    for site_id, when in ready.items():
-        if when is not None:
+    with new_session(app) as session:
+        ready = {site.id: (jobs.changes_ready_at(site), site.run_owner is not None
+                           and site.run_lease_until is not None and site.run_lease_until > now)
+                 for site in session.scalars(select(Site).where(
+                     Site.id.in_(site_ids), Site.change_seq > Site.generated_seq))}
+    for site_id, (when, leased) in ready.items():
+        if when is not None and not (leased and when <= now):
             _queue_run(app, site_id, max((when - now).total_seconds(), 0), now)
 
 
