@@ -245,7 +245,15 @@ def test_make_run_serves_with_a_clock_and_a_worker_and_nothing_installed(tmp_pat
         assert "scheduler run" in group and "webapp worker" in group and "webapp run" in group
     finally:
         os.killpg(make.pid, signal.SIGINT)
-        output = make.communicate(timeout=60)[0].decode()
+        try:
+            output = make.communicate(timeout=60)[0].decode()
+        except subprocess.TimeoutExpired as exc:  # say what is left, and what it said
+            left = subprocess.run(["ps", "-ww", "-o", "pid=,stat=,args=", "-g", str(make.pid)],
+                                  capture_output=True, text=True).stdout
+            os.killpg(make.pid, signal.SIGKILL)
+            make.communicate()
+            raise AssertionError(f"Ctrl-C did not stop make run within 60 s; left:\n{left}\n"
+                                 f"{(exc.output or b'').decode()}") from None
     left = subprocess.run(["ps", "-o", "pid=", "-g", str(make.pid)], capture_output=True,
                           text=True).stdout.split()
     assert left == [], output
