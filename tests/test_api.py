@@ -571,3 +571,19 @@ def test_an_upsert_waiting_on_a_delete_of_the_same_url_brings_it_back(app, datab
     session.expire_all()
     url = session.scalar(select(Url).where(Url.loc == loc))
     assert url.deleted_at is None and url.lastmod == "2026-02-02"
+
+
+def test_images_sent_by_their_addresses_keep_their_stored_titles(api, session, shop):
+    """The API names images by loc: a titled image (from an import or a CSV) sent again keeps
+    its title and caption, and one no longer sent goes."""
+    loc = "https://shop.example.com/titled"
+    assert api.post("/sites/shop/urls", {"urls": [{"loc": loc}]}).status_code == 200
+    url = session.scalar(select(Url).where(Url.loc == loc))
+    url.images = [UrlImage(loc="https://cdn.example/1.png", title="One", caption="First",
+                           position=0)]
+    session.commit()
+    item = {"loc": loc, "images": ["https://cdn.example/1.png", "https://cdn.example/2.png"]}
+    assert api.post("/sites/shop/urls", {"urls": [item]}).json["updated"] == 1
+    session.expire_all()
+    assert [(i.loc, i.title, i.caption) for i in session.get(Url, url.id).images] == [
+        ("https://cdn.example/1.png", "One", "First"), ("https://cdn.example/2.png", None, None)]

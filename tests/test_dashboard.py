@@ -670,3 +670,21 @@ def test_bulk_delete_ignores_ids_that_are_not_ids(as_role, session, shop):
     answer = editor.post("/sites/shop/urls/delete", data={
         "csrf_token": editor.csrf, "id": ["²", "99999999999999999999999", "x"]})
     assert answer.status_code == 302
+
+
+def test_saving_a_url_keeps_the_titles_and_captions_of_its_images(as_role, session, shop):
+    """The edit page names images by their addresses; saving it (or adding one image) must
+    not erase the titles and captions an import or the CSV stored for them."""
+    editor = as_role("editor")
+    url = session.scalar(select(Url).where(Url.loc == f"{shop.base_url}page/0"))
+    url.images = [UrlImage(loc=f"{shop.base_url}a.jpg", title="A shoe", caption="Red",
+                           position=0)]
+    session.commit()
+    page = editor.get(f"/sites/shop/urls/{url.id}")
+    assert f"{shop.base_url}a.jpg" in page.text
+    answer = post(editor, f"/sites/shop/urls/{url.id}",
+                  images=f"{shop.base_url}a.jpg\n{shop.base_url}b.jpg")
+    assert answer.status_code == 302
+    session.expire_all()
+    assert [(i.loc, i.title, i.caption) for i in session.get(Url, url.id).images] == [
+        (f"{shop.base_url}a.jpg", "A shoe", "Red"), (f"{shop.base_url}b.jpg", None, None)]

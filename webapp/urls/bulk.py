@@ -143,7 +143,7 @@ def upsert_urls(session: Session, site: Site, items: Sequence[object]) -> SyncRe
                                                            for image in url.images],
                  url.alternates)
         for _, url, _ in checked.values() if url.images is not None or url.alternates is not None
-    ], counts)
+    ], counts, frozenset({"title", "caption"}))  # images named by loc keep their titles
     report.created, report.updated = counts.added, counts.updated
     report.unchanged = counts.unchanged
     return report

@@ -164,10 +164,12 @@ def write_url(session: Session, site: Site, checked: CheckedUrl) -> Saved:
     for name, value in checked.values.items():
         setattr(url, name, value)
     # Old child rows go before new ones are added: (url, hreflang) is unique.
-    if checked.images is not None and _images(url) != _images_after(checked):
+    images = None if checked.images is None else _images_after(url, checked)
+    if images is not None and _images(url) != images:
         url.images.clear()
         session.flush()
-        url.images = [UrlImage(loc=image, position=n) for n, image in enumerate(checked.images)]
+        url.images = [UrlImage(loc=loc, title=title, caption=caption, position=n)
+                      for n, (loc, title, caption) in enumerate(images)]
     if checked.alternates is not None and _alternates(url) != _alternates_after(checked):
         url.alternates.clear()
         session.flush()
@@ -208,7 +210,7 @@ def _content_after(url: Url, checked: CheckedUrl) -> tuple:
     values = {"lastmod": url.lastmod, "changefreq": url.changefreq, "priority": url.priority,
               **checked.values}
     return (values["lastmod"], values["changefreq"], values["priority"],
-            _images(url) if checked.images is None else _images_after(checked),
+            _images(url) if checked.images is None else _images_after(url, checked),
             _alternates(url) if checked.alternates is None else _alternates_after(checked))
 
 
@@ -216,8 +218,13 @@ def _images(url: Url) -> list[tuple]:
     return [(image.loc, image.title, image.caption) for image in url.images]
 
 
-def _images_after(checked: CheckedUrl) -> list[tuple]:
-    return [(image, None, None) for image in checked.images or ()]
+def _images_after(url: Url, checked: CheckedUrl) -> list[tuple]:
+    """The images `checked` names (by their locs: a form, the command line and the API give
+    no titles), each with the title and caption stored for the same image, if any."""
+    stored: dict[str, tuple] = {}
+    for image in url.images:
+        stored.setdefault(image.loc, (image.title, image.caption))
+    return [(loc, *stored.get(loc, (None, None))) for loc in checked.images or ()]
 
 
 def _alternates(url: Url) -> list[tuple]:
