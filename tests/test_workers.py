@@ -217,9 +217,12 @@ def test_make_run_serves_with_a_clock_and_a_worker_and_nothing_installed(tmp_pat
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL",
                                                                           "CELERY_"))},
            "PORT": str(port), "INSTANCE_PATH": str(instance), "SCHEDULER_TICK_SECONDS": "1"}
+    # SIGINT as a terminal leaves it to a command: a runner started in the background
+    # (nohup, &) hands its children SIGINT ignored, and a shell cannot trap what it ignores.
     make = subprocess.Popen(["make", "--no-print-directory", "run"], cwd=ROOT, env=env,
                             start_new_session=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT)
+                            stderr=subprocess.STDOUT,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         base = f"http://127.0.0.1:{port}"
         wait_for(lambda: _answers(f"{base}/healthz"), 120, "the dashboard to answer")

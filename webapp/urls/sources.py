@@ -120,6 +120,7 @@ def import_opened(session: Session, site: Site, opened: TextIO | SitemapEntries,
         report.warnings.append(
             f"{missing.count} hreflang alternates of the site do not list their page back, "
             f"and search engines ignore them: {missing.describe()} Completing the clusters "
-            "(on the site's page, or `flask urls complete-hreflang`) adds the missing links "
-            "wherever every page of a cluster is a URL of the site.")
+            "(the button on the site's page, or the command flask --app webapp urls "
+            f"complete-hreflang {site.slug}) adds the missing links wherever every page of a "
+            "cluster is a URL of the site.")
     return report
