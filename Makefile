@@ -9,9 +9,23 @@ STAMP := $(VENV)/.installed-stamp
 WORKERS ?= 2
 BIND ?= 127.0.0.1:$(PORT)
 
-.PHONY: install run run-prod test bench clean
+.PHONY: install run run-prod test bench clean translations
 
-install: $(STAMP)
+CATALOGS := webapp/translations
+MO_FILES := $(patsubst %.po,%.mo,$(wildcard $(CATALOGS)/*/LC_MESSAGES/messages.po))
+
+install: $(STAMP) $(MO_FILES)
+
+# The compiled catalogs the dashboard reads, rebuilt whenever a .po file changes.
+$(CATALOGS)/%/LC_MESSAGES/messages.mo: $(CATALOGS)/%/LC_MESSAGES/messages.po $(STAMP)
+	$(BIN)/pybabel compile --statistics -l $* -i $< -o $@
+
+# Collect every marked string into messages.pot and merge it into each language's .po file:
+# then translate what is new (msgstr "") in $(CATALOGS)/ja/LC_MESSAGES/messages.po.
+translations: $(STAMP)
+	$(BIN)/pybabel extract --no-location --sort-output -F $(CATALOGS)/babel.cfg -k _l -k lazy_gettext \
+		-k ngettext -k lazy_ngettext -o $(CATALOGS)/messages.pot .
+	$(BIN)/pybabel update --no-fuzzy-matching -i $(CATALOGS)/messages.pot -d $(CATALOGS)
 
 # Reinstall whenever the dependency list changes.
 $(STAMP): pyproject.toml

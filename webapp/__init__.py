@@ -15,7 +15,7 @@ def create_app(overrides: Mapping[str, object] | None = None) -> Flask:
     # worker process needs the protocol rules and none of the web application.
     from flask import Flask
 
-    from webapp import cli, config, db, sitemaps, tasks
+    from webapp import cli, config, db, i18n, sitemaps, tasks
     from webapp.views import api, auth, dashboard, http, public, status
 
     settings = config.load(overrides)
@@ -23,6 +23,7 @@ def create_app(overrides: Mapping[str, object] | None = None) -> Flask:
                 template_folder="../templates")
     app.config.update(settings)
     db.init_app(app)
+    i18n.init_app(app)  # the language and timezone each request is answered in
     sitemaps.init_app(app)
     tasks.init_app(app)  # background work goes to Celery workers
     public.init_app(app)  # crawlers are answered before Flask sees the request

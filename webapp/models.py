@@ -356,6 +356,10 @@ class User(Timestamps, Base):
     failed_sign_ins: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     locked_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
     last_sign_in_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # How the dashboard speaks to this person: a language code ("en", "ja") and an IANA
+    # timezone name; None follows the browser's Accept-Language and the server's timezone.
+    language: Mapped[str | None] = mapped_column(String(16))
+    timezone: Mapped[str | None] = mapped_column(String(64))
 
     def __repr__(self) -> str:
         return f"<User {self.id} {self.email!r} {self.role}>"

@@ -50,6 +50,7 @@ class SignedIn(UserMixin):
 
     def __init__(self, user: User, secret: str):
         self.id, self.email, self.role = user.id, user.email, user.role
+        self.language, self.timezone = user.language, user.timezone
         self.secret = secret
 
     def get_id(self) -> str:
