@@ -20,8 +20,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "webapp"
 # Packages whose `__init__` names what the rest of the app may use.
-FRONT_DOORS = ("webapp.notify", "webapp.scheduler", "webapp.sitemaps", "webapp.urls",
-               "webapp.views.public")
+FRONT_DOORS = ("webapp.discover", "webapp.notify", "webapp.scheduler", "webapp.sitemaps",
+               "webapp.urls", "webapp.views.public")
 # Libraries that send requests: only the outbound module may use them.
 HTTP_CLIENTS = ("requests", "urllib3", "http.client", "urllib.request", "httpx", "aiohttp",
                 "google.auth.transport")

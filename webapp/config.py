@@ -216,6 +216,10 @@ def load(overrides: Mapping[str, object] | None = None, environ: Mapping[str, st
     if "OUTBOUND_ALLOW" not in overrides:
         # Non-public networks the server may send requests to (engines, imports, pre-flight).
         settings["OUTBOUND_ALLOW"] = env_networks("OUTBOUND_ALLOW", environ)
+    if "DISCOVER_DELAY_MS" not in overrides:
+        # A discovery crawl's pause between two requests to a site (one request at a time).
+        settings["DISCOVER_DELAY_MS"] = env_int("DISCOVER_DELAY_MS", 1000, minimum=0,
+                                                maximum=60_000, environ=environ)
     if "PORT" not in overrides:
         settings["PORT"] = env_int("PORT", 5000, minimum=1, maximum=65535, environ=environ)
     settings.update(overrides)

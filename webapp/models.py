@@ -108,6 +108,14 @@ class Site(Timestamps, Base):
     # The generation every node serves, switched by a compare-and-set that only moves it
     # forward, in the transaction that records the run as succeeded (see sitemaps.publish).
     published_generation_id: Mapped[int | None] = mapped_column(Integer)
+    # Exclusion rules (webapp.urls.exclusions): path globs or `re:` patterns, one per line;
+    # query parameter globs to strip, comma-separated. None: none.
+    exclude: Mapped[str | None] = mapped_column(Text)
+    strip_params: Mapped[str | None] = mapped_column(String(1000))
+    # What a discovery crawl does with the new URLs it finds: "review" (a list to accept or
+    # ignore) or "add" (added at once).
+    discover_mode: Mapped[str] = mapped_column(String(8), default="review",
+                                               server_default="review")
 
     urls: Mapped[list[Url]] = relationship(back_populates="site", passive_deletes=True)
     generations: Mapped[list[Generation]] = relationship(back_populates="site", passive_deletes=True)
@@ -476,3 +484,32 @@ class StoredFile(Base):
 
     def __repr__(self) -> str:
         return f"<StoredFile {self.generation_id} {self.name}>"
+
+
+class Discovery(Base):
+    """A URL a discovery crawl of a site met: the crawl's frontier while it runs (`state`
+    queued, then what fetching it found), and afterwards the review list of the URLs found
+    (`verdict` new, known or excluded; `review` pending, accepted or ignored). A new crawl of
+    the site starts the list afresh."""
+
+    __tablename__ = "discoveries"
+    __table_args__ = (
+        UniqueConstraint("site_id", "loc"),
+        Index("ix_discoveries_site_id_state_depth", "site_id", "state", "depth"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    site_id: Mapped[int] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"))
+    loc: Mapped[str] = mapped_column(String(URL_LENGTH))
+    depth: Mapped[int] = mapped_column(Integer, default=0)
+    # queued, found (answered 200), excluded (a rule: not fetched), disallowed (robots.txt),
+    # duplicate (names another URL as canonical), noindex, redirected, left (redirected out of
+    # the site: not followed), failed (an error status or no answer), skipped (beyond a limit)
+    state: Mapped[str] = mapped_column(String(12), default="queued")
+    verdict: Mapped[str | None] = mapped_column(String(8))  # new, known, excluded; None: not found
+    review: Mapped[str] = mapped_column(String(8), default="pending")  # accepted, ignored
+    note: Mapped[str | None] = mapped_column(Text)  # why: the rule, the status, the target
+    found_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    def __repr__(self) -> str:
+        return f"<Discovery {self.id} {self.loc!r} {self.state}>"

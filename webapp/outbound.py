@@ -409,3 +409,50 @@ def _generic_meaning(response: requests.Response) -> str:
     if 200 <= status < 300:
         return reason
     return f"{reason}: refused; sending the same request again will not help"
+
+
+@dataclass(frozen=True)
+class Page:
+    """A page as a crawler sees it: the status, the headers, and at most the first bytes of the
+    body (`truncated` when there was more)."""
+
+    url: str
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+    truncated: bool = False
+
+    @property
+    def location(self) -> str | None:
+        return self.headers.get("location")
+
+    @property
+    def content_type(self) -> str:
+        return self.headers.get("content-type", "")
+
+
+def get_page(url: str, policy: Policy, *, max_bytes: int = MAX_BODY,
+             user_agent: str | None = None) -> Page:
+    """GET a page through the same rules and return whatever it answers (a redirect, a 404:
+    the caller decides), reading at most `max_bytes` of its body within the deadline.
+
+    Raises OutboundError only when there is no answer: refused, unreachable, out of time.
+    """
+    with _guarded(policy, url, policy.timeout) as (session, request):
+        try:
+            headers = {"User-Agent": user_agent} if user_agent else None
+            with session.get(url, timeout=policy.timeout, allow_redirects=False, stream=True,
+                             headers=headers) as response:
+                data, truncated = bytearray(), False
+                for chunk in response.iter_content(65536):
+                    data += chunk
+                    if len(data) > max_bytes:
+                        truncated = True
+                        break
+        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
+            raise _failure(exc, request, url, policy.timeout) from None
+        if request.expired:
+            raise _failure(TimeoutError(), request, url, policy.timeout)
+    return Page(url, response.status_code,
+                {name.lower(): value for name, value in response.headers.items()},
+                bytes(data[:max_bytes]), truncated)

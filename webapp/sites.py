@@ -35,6 +35,7 @@ from webapp.protocol import (
 )
 from webapp.scheduler import DEFAULT_SCHEDULE, check_schedule, check_timezone, next_run
 from webapp.sitemaps import SitemapStore
+from webapp.urls import parse_exclude, parse_strip_params, show_exclude
 
 _SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 
@@ -178,6 +179,9 @@ SETTINGS: dict[str, tuple[Callable[[str], object], Callable[[object], str]]] = {
     "schedule": (check_schedule, str),
     "change_delay": (_check_change_delay, str),
     "timezone": (check_timezone, str),
+    "exclude": (parse_exclude, show_exclude),
+    "strip_params": (parse_strip_params, _optional),
+    "discover_mode": (_check_choice("discover_mode", ("review", "add")), str),
 }
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from flask import Flask, current_app
 
-from webapp import jobs, notify
+from webapp import discover, jobs, notify
 from webapp.db import new_session, session_scope
 from webapp.errors import InvalidValue, NotFound
 from webapp.leases import SiteBusy
@@ -150,9 +150,32 @@ def import_urls_task(task_id: str, site_id: int, source_url: str | None = None,
     _recorded(task_id, work)
 
 
+def discover_task(task_id: str, site_id: int, max_pages: int, max_depth: int,
+                  max_minutes: float) -> None:
+    """A discovery crawl of the site; what it found waits on the site's Discover page."""
+    app = _app()
+
+    def work(progress: records.Progress) -> str:
+        limits = discover.check_limits(max_pages, max_depth, max_minutes)
+        report = discover.crawl(app, site_id, limits, progress)
+        progress.result.update(found=report.found, new=report.new, known=report.known,
+                               excluded=report.excluded, accepted=report.accepted)
+        lines = [report.line()]
+        if report.robots:
+            lines.append(report.robots)
+        if report.stopped_by:
+            lines.append(f"stopped at the {report.stopped_by} limit")
+        if report.accepted:
+            lines.append(f"{report.accepted} new URLs added (the site's discover_mode is add)")
+        return "\n".join(lines)
+
+    _recorded(task_id, work)
+
+
 # The tasks by name: what the web asks for (by `kind` of its record) and what the clock and
 # changes enqueue.
 TASKS = {"regenerate_due": regenerate_due, "deliver": deliver, "regenerate_now": regenerate_now,
-         "notify_now": notify_now, "preflight": preflight, "import_urls": import_urls_task}
+         "notify_now": notify_now, "preflight": preflight, "import_urls": import_urls_task,
+         "discover": discover_task}
 KINDS = {"regenerate": "regenerate_now", "notify": "notify_now", "import": "import_urls",
-         "pre-flight check": "preflight"}
+         "pre-flight check": "preflight", "discover": "discover"}

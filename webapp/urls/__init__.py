@@ -4,7 +4,8 @@ checked by `csv_rows`, in a worker process for large files, in an encoding of `e
 existing sitemap (read by `sitemap_reader`, imported with its extensions by `sitemap_import`),
 fetched or uploaded (`sources`); images and alternates of many URLs (`children`); the CSV export
 the import reads back (`exporting`); the change log every write feeds (`changes`); what a site
-owner should hear about a site's URLs (`health`); and hreflang clusters (`hreflang`).
+owner should hear about a site's URLs (`health`); hreflang clusters (`hreflang`); and the site's exclusion rules, applied wherever
+a loc comes in (`exclusions`).
 
 Others use the names below. Each is loaded from its module on first use (PEP 562), so that the
 worker process of a large import, which needs `csv_rows` alone, loads none of the database layer.
@@ -21,9 +22,12 @@ _HOMES = {
     "changed_locs": "changes", "committed_change_seq": "changes", "next_change_seq": "changes",
     "urls_changed": "changes",
     "ENCODINGS": "encodings", "check_encoding_choice": "encodings",
+    "Excluded": "exclusions", "Rules": "exclusions", "check_rule": "exclusions",
+    "compile_rule": "exclusions", "excluded_lines": "exclusions", "parse_exclude": "exclusions",
+    "parse_strip_params": "exclusions", "show_exclude": "exclusions",
     "csv_chunks": "exporting",
     "check_url": "edit", "delete_url": "edit", "delete_urls": "edit", "save_url": "edit",
-    "shown": "edit", "starting_with": "edit", "write_url": "edit",
+    "prefix_of": "edit", "shown": "edit", "starting_with": "edit", "write_url": "edit",
     "COLUMNS": "importing", "ImportFormatError": "importing", "ImportReport": "importing",
     "import_urls": "importing",
     "check_source_url": "sources", "fetch_source": "sources", "import_opened": "sources",

@@ -8,6 +8,7 @@ is stored whole (its valid items) or, when the database fails, not at all.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections import Counter
 from dataclasses import dataclass, field
 from numbers import Real
 
@@ -19,6 +20,7 @@ from webapp.models import Site, Url
 from webapp.protocol import FIELD_RULES, normalize_url_noting
 from webapp.urls.children import IN_CHUNK, Children
 from webapp.urls.edit import CheckedUrl, check_url, delete_urls
+from webapp.urls.exclusions import Excluded
 from webapp.urls.importing import COLUMNS, ImportReport, write_batch, write_extensions
 
 ITEM_FIELDS = ("loc", *FIELD_RULES, "images", "alternates")
@@ -57,6 +59,7 @@ class SyncReport:
     not_found: list[str] = field(default_factory=list)
     errors: list[ItemError] = field(default_factory=list)
     notes: list[ItemNote] = field(default_factory=list)
+    excluded: Counter[str] = field(default_factory=Counter)  # exclusion rule -> items refused
 
     def reject(self, index: int, exc: InvalidValue) -> None:
         """Each field's error of the item."""
@@ -107,6 +110,8 @@ def check_item(site: Site, item: object) -> CheckedUrl:
     fields = {name: _text(name, item[name]) for name in FIELD_RULES if name in item}
     try:
         return check_url(site, loc, fields, images, alternates)
+    except Excluded:
+        raise
     except InvalidValue as exc:
         errors = [InvalidValue(ITEM_NAMES.get(error.field, error.field), error.value, error.rule)
                   for error in each_error(exc)]
@@ -122,6 +127,8 @@ def upsert_urls(session: Session, site: Site, items: Sequence[object]) -> SyncRe
             url = check_item(site, item)
         except InvalidValue as exc:
             report.reject(index, exc)
+            if isinstance(exc, Excluded):
+                report.excluded[exc.pattern] += 1
             continue
         if url.loc in checked:
             report.reject(index, InvalidValue("loc", url.loc, "appears more than once in this "

@@ -28,6 +28,7 @@ from webapp.protocol import (
     normalize_hreflang,
     normalize_url,
 )
+from webapp.urls.exclusions import Excluded, Rules
 
 Row = tuple[int, list[str]]  # (line number, cells)
 Image = tuple[str, str | None, str | None]  # (loc, title, caption)
@@ -56,41 +57,50 @@ def _rows(columns: tuple[str, ...], first_line: int, text: str) -> Iterator[Row]
 
 
 def validate_text(base_url: str, encoding: str, columns: tuple[str, ...],
-                  chunk: tuple[int, str]) -> tuple[list[tuple], list[tuple[int, str]],
-                                                   list[tuple[int, str]]]:
+                  chunk: tuple[int, str], rules: Rules = Rules()) -> tuple[
+                      list[tuple], list[tuple[int, str]], list[tuple[int, str]], list[str]]:
     """Parse and check a piece of the file: valid values (as below), (line, reason) of
-    each row rejected, and (line, note) of each row kept with a change (a fragment removed).
+    each row rejected, (line, note) of each row kept with a change (a fragment or tracking
+    parameters removed), and the rule of each row the site's `rules` exclude.
 
     The values of a row are its fields in the order of `columns` (extension columns left out),
     followed, when the file has any extension column, by its images and its alternates
     (`Extensions`). A pure function of its arguments, so it can run in a worker process.
     """
-    normalize_loc = Scope(base_url, encoding).normalize_noting
+    scope = Scope(base_url, encoding)
+
+    def normalize_loc(raw: str) -> tuple[str, list]:
+        loc, note = scope.normalize_noting(raw)
+        loc, stripped = rules.apply(loc)
+        return loc, [n for n in (note, stripped) if n is not None]
+
     names = columns or ("loc",)
     fields = [(n, normalize_loc if name == "loc" else FIELD_RULES[name])
               for n, name in enumerate(names) if name in FIELDS]
     extensions = {name: n for n, name in enumerate(names) if name in EXTENSION_COLUMNS}
     loc_at = [name for name in names if name in FIELDS].index("loc")
     width = len(names)
-    valid, rejected, noted = [], [], []
+    valid, rejected, noted, excluded = [], [], [], []
     for line, cells in _rows(columns, *chunk):
         if len(cells) != width:
             rejected.append((line, f"has {len(cells)} fields; the header has {width}"))
             continue
         try:
             values = [rule(cells[n]) for n, rule in fields]
-            values[loc_at], note = values[loc_at]
+            values[loc_at], notes = values[loc_at]
             values = tuple(values)
             if extensions:
                 given = {name: cells[n] for name, n in extensions.items()}
                 values += read_extensions(values[loc_at], given, encoding)
+        except Excluded as exc:
+            excluded.append(exc.pattern)
+            continue
         except InvalidValue as exc:
             rejected.append((line, str(exc)))
             continue
-        if note is not None:
-            noted.append((line, str(note)))
+        noted.extend((line, str(note)) for note in notes)
         valid.append(values)
-    return valid, rejected, noted
+    return valid, rejected, noted, excluded
 
 
 # --- Images and alternates in cells ------------------------------------------------------------

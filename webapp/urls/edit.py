@@ -20,6 +20,7 @@ from webapp.protocol import (
     normalize_url_noting,
 )
 from webapp.urls.changes import count_live, next_change_seq
+from webapp.urls.exclusions import Excluded, Rules
 
 
 def scope_of(site: Site) -> Scope:
@@ -56,15 +57,20 @@ def clean_alternates(site: Site, pairs: Iterable[str],
     return alternates
 
 
+def prefix_of(site: Site, text: str) -> str:
+    """What a loc starts with when it starts with `text`: a path of the site, or a whole URL."""
+    text = text.strip()
+    return text if text.startswith(("http://", "https://")) else \
+        site.base_url + quote(text.lstrip("/"), safe="/:?&=%#;,+@!$'()*~",
+                              encoding=site.encoding, errors="replace")
+
+
 def starting_with(site: Site, text: str) -> tuple:
     """Conditions for the URLs starting with `text`: a path of the site, or a whole URL.
 
     Written as a range as well, so that the (site, loc) index finds them at once.
     """
-    text = text.strip()
-    prefix = text if text.startswith(("http://", "https://")) else \
-        site.base_url + quote(text.lstrip("/"), safe="/:?&=%#;,+@!$'()*~",
-                              encoding=site.encoding, errors="replace")
+    prefix = prefix_of(site, text)
     return (Url.loc >= prefix, Url.loc < prefix + "\U0010ffff",
             Url.loc.startswith(prefix, autoescape=True))
 
@@ -99,7 +105,10 @@ def check_url(site: Site, loc: str, fields: dict[str, str | None] | None = None,
     """
     errors: list[InvalidValue] = []
     notes: list[Note] = []
-    loc = collect(errors, lambda: _noted(notes, scope_of(site).normalize_noting(loc)))
+    loc = collect(errors, lambda: _noted(notes, Rules.of(site).apply(
+        _noted(notes, scope_of(site).normalize_noting(loc)))))
+    if any(isinstance(error, Excluded) for error in errors):
+        raise errors[0]  # refused whole, whatever else the item says: counted by its rule
     values = collect(errors, clean_fields, fields or {})
     image_locs = None if images is None else collect(errors, lambda: [
         _noted(notes, normalize_url_noting(image, site.encoding, field="image"))

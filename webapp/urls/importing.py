@@ -14,7 +14,7 @@ import bisect
 import csv
 import multiprocessing
 import re
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -34,6 +34,7 @@ from webapp.urls.children import Children, write_children
 from webapp.urls.csv_rows import CSV_COLUMNS, EXTENSION_COLUMNS, validate_text
 from webapp.urls.csv_rows import FIELDS as COLUMNS  # the columns a URL's own row stores
 from webapp.urls.encodings import undecodable
+from webapp.urls.exclusions import Rules, excluded_lines
 
 CHUNK_CHARS = 512 * 1024  # about 5,000 rows: one existence query and one executemany each
 MAX_REPORTED = 10_000  # rejections kept word for word; beyond that they are only counted
@@ -52,6 +53,7 @@ class ImportReport:
     notes: list[tuple[int, str]] = field(default_factory=list)  # rows kept with a change
     noted: int = 0
     warnings: list[str] = field(default_factory=list)  # stored, but will not work as meant
+    excluded: Counter[str] = field(default_factory=Counter)  # exclusion rule -> rows refused
     unchanged_locs: set[str] | None = None  # a set: write_batch adds the locs it left alone
 
     def hold_site(self, session: Session, site_id: int) -> int:
@@ -82,12 +84,14 @@ class ImportReport:
     def summary(self) -> str:
         text = (f"added {self.added}, updated {self.updated}, unchanged {self.unchanged}, "
                 f"rejected {self.rejected}")
+        if self.excluded:
+            text += f", excluded {self.excluded.total()}"
         if self.duplicates:
             lines = "line repeated a loc" if self.duplicates == 1 else "lines repeated a loc"
             text += f" ({self.duplicates} {lines} already in the file: the last one is kept)"
         if self.noted:
             text += f"; {self.noted} kept with a note (listed below)"
-        return "\n".join([text, *self.warnings])
+        return "\n".join([text, *excluded_lines(self.excluded), *self.warnings])
 
 
 class ImportFormatError(ValueError):
@@ -206,13 +210,15 @@ def import_urls(session: Session, site: Site, stream: TextIO, parallel: bool | N
         else None
     try:
         columns, first_line, first = read_header(stream)
-        validate = partial(validate_text, site.base_url, site.encoding, columns)
+        validate = partial(validate_text, site.base_url, site.encoding, columns,
+                           rules=Rules.of(site))
         fields = tuple(name for name in columns or ("loc",) if name not in EXTENSION_COLUMNS)
         extended = len(fields) != len(columns or ("loc",))  # rows end with images, alternates
         loc_at = fields.index("loc")
         chunks = text_chunks(stream, first_line, first, quoted=bool(columns), size=chunk_chars)
         checked = _map_ahead(pool, validate, chunks) if pool else map(validate, chunks)
-        for valid, rejected, noted in checked:
+        for valid, rejected, noted, excluded in checked:
+            report.excluded.update(excluded)
             for line, reason in rejected:
                 report.reject(line, reason)
             for line, note in noted:

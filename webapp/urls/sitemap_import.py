@@ -32,6 +32,7 @@ from webapp.protocol import (
 )
 from webapp.urls.children import Children
 from webapp.urls.edit import check_url
+from webapp.urls.exclusions import Excluded
 from webapp.urls.importing import COLUMNS, ImportReport, write_batch, write_extensions
 from webapp.urls.sitemap_reader import Entry, SitemapEntries
 
@@ -178,6 +179,9 @@ def import_sitemap(session: Session, site: Site, entries: SitemapEntries,
             url = check_entry(site, entry, origins)
         except OtherOrigin:
             report.rejected += 1
+            continue
+        except Excluded as exc:
+            report.excluded[exc.pattern] += 1
             continue
         except InvalidValue as exc:
             where = "" if entry.file == entries.name else f" (in {entry.file})"

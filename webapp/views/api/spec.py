@@ -48,6 +48,12 @@ SETTINGS = {
     "schedule": {"type": "string", "description": "`every 30m`, `cron:0 3 * * *` or `off`"},
     "change_delay": {"type": "integer", "minimum": 0, "maximum": 86400},
     "timezone": STRING,
+    "exclude": {**nullable({"type": "array", "items": STRING}),
+                "description": "exclusion rules, one per item: a path glob (/tmp/*) or re: and "
+                               "a regular expression (RE2); null or [] clears them"},
+    "strip_params": {**nullable(STRING), "description": "query parameters to remove from "
+                     "every URL, a comma list of globs (utm_*,gclid)"},
+    "discover_mode": {"type": "string", "enum": ["review", "add"]},
 }
 
 SCHEMAS = {
@@ -139,7 +145,11 @@ SCHEMAS = {
         "properties": {"created": COUNT, "updated": COUNT, "unchanged": COUNT,
                        "errors": {"type": "array", "items": ref("FieldError")},
                        "warnings": {"type": "array", "items": ref("WriteWarning")},
-                       "notes": {"type": "array", "items": ref("FieldNote")}},
+                       "notes": {"type": "array", "items": ref("FieldNote")},
+                       "excluded": {"type": "object", "additionalProperties": COUNT,
+                                    "description": "items refused by each of the site's "
+                                                   "exclusion rules (rule -> count); each is "
+                                                   "in errors too"}},
     },
     "WriteWarning": {
         "type": "object", "required": ["rule", "count", "message"],

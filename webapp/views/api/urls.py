@@ -85,7 +85,8 @@ def urls_upsert(slug):
         session, site, [item.get("loc") for item in items if isinstance(item, dict)])
     session.commit()
     return jsonify(_report(report, created=report.created, updated=report.updated,
-                           unchanged=report.unchanged, warnings=_warnings(unreturned)))
+                           unchanged=report.unchanged, warnings=_warnings(unreturned),
+                           excluded=dict(report.excluded)))
 
 
 def _warnings(unreturned: hreflang.Unreturned) -> list[dict]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from flask import abort, current_app, flash, redirect, render_template, request, url_for
+from flask_babel import gettext as _
 from flask_login import current_user
 from sqlalchemy import func, select
 
@@ -34,6 +35,7 @@ SECTIONS = {
                  "indexnow_endpoint"],
     "Search Console and pings": ["gsc_property", "gsc_credentials", "gsc_endpoint",
                                  "ping_urls"],
+    "Exclusions and discovery": ["exclude", "strip_params", "discover_mode"],
 }
 assert sorted(sum(SECTIONS.values(), [])) == sorted(SETTINGS)
 
@@ -168,10 +170,21 @@ def site_settings_page(slug):
                 flash(f"Note: {warning}")
             for blocked in _blocked_engines(site):
                 flash(f"Note: {blocked.title}. {blocked.detail}")
+            if "exclude" in changes:
+                _flash_excluded_stored(session, site)
             return redirect(url_for("dashboard.site_settings_page", slug=site.slug))
     return render_template("dashboard/site_settings.html", site=site, values=values,
                            errors=errors, sections=SECTIONS,
+                           excluded_stored=health.excluded_stored(get_session(), site)[0],
                            operator_settings=OPERATOR_SETTINGS), status if errors else 200
+
+
+def _flash_excluded_stored(session, site: Site) -> None:
+    """Rules apply to URLs as they come in: say how many stored ones the new rules match."""
+    counts, _ = health.excluded_stored(session, site)
+    if counts:
+        flash(_("Note: %(n)s stored URLs match the new exclusion rules. They stay in the "
+                "sitemap until you delete them (Discover page).", n=counts.total()))
 
 
 @bp.route("/sites/<slug>/delete", methods=["GET", "POST"])

@@ -1,0 +1,164 @@
+"""Discovery crawls against a small website on 127.0.0.1 (tests/website.py): what is followed,
+what is refused, what is recorded, and what the server was asked for."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from sqlalchemy import select
+
+from tests import website
+from tests.builders import make_site
+from webapp import discover
+from webapp.errors import InvalidValue
+from webapp.models import Discovery, Site, Url
+
+LIMITS = discover.Limits(max_pages=50, max_depth=2, max_minutes=1)
+
+
+@pytest.fixture
+def app(app):
+    app.config["DISCOVER_DELAY_MS"] = 0  # the test website needs no politeness
+    return app
+
+
+@pytest.fixture
+def shop(session, engine):
+    """The test website as a site, /site/a stored already, /site/tmp/* excluded and utm_*
+    parameters stripped."""
+    base = website.serve(engine)
+    site = make_site(session, "Site", base, exclude="/site/tmp/*", strip_params="utm_*")
+    session.add(Url(site_id=site.id, loc=base + "a"))
+    site.url_count = 1
+    session.commit()
+    return site
+
+
+def states(session, site) -> dict[str, tuple[str, str | None, str | None]]:
+    session.expire_all()
+    return {row.loc.removeprefix(site.base_url): (row.state, row.verdict, row.note)
+            for row in session.scalars(select(Discovery).where(Discovery.site_id == site.id))}
+
+
+def test_a_crawl_finds_the_sites_pages_and_fetches_nothing_out_of_scope_or_disallowed(
+        app, session, engine, shop):
+    report = discover.crawl(app, shop.id, LIMITS)
+
+    assert report.line() == "8 found: 6 new, 1 known, 1 excluded"
+    found = states(session, shop)
+    new = {loc for loc, (_, verdict, _) in found.items() if verdict == "new"}
+    assert new == {"", "c", "ja/", website.JAPANESE_LOC_PATH.removeprefix("/site/"),
+                   "a/deep", "quiet"}
+    assert found["a"][:2] == ("found", "known")
+    assert found["tmp/scratch"] == ("excluded", "excluded", "/site/tmp/*")  # never fetched
+    assert found["private/secret"][0] == "disallowed"  # robots.txt
+    assert found["go-away"][0] == "left" and "localhost" in found["go-away"][2]
+    assert found["moved"] == ("redirected", None, shop.base_url + "c")
+    # The duplicate is recorded under its canonical; its tracking parameter was stripped.
+    assert found["dup?id=7"] == ("duplicate", None, shop.base_url + "a")
+    assert found["hidden"][0] == "noindex"
+    assert found["down"] == ("failed", None, "answered 404")
+    assert "a/deep/deeper" not in found  # beyond the depth limit
+    assert "b" not in found and "never" not in found  # rel=nofollow, meta robots nofollow
+
+    asked = website.requested(engine)
+    assert asked[0] == "/robots.txt"
+    assert not set(asked) & website.FORBIDDEN, asked
+    assert all(path.startswith(website.PREFIX) for path in asked[1:]), asked
+    assert len(asked) == len(set(asked))  # each page once
+    assert website.JAPANESE_PATH in asked  # the Shift_JIS page's link, read in its encoding
+
+
+def test_the_page_limit_stops_the_crawl_and_leaves_the_rest_unfetched(app, session, engine,
+                                                                       shop):
+    report = discover.crawl(app, shop.id, discover.Limits(max_pages=2, max_depth=5))
+
+    assert report.fetched == 2 and report.stopped_by == "pages"
+    assert len(website.requested(engine)) == 3  # robots.txt and two pages
+    skipped = [loc for loc, (state, *_) in states(session, shop).items() if state == "skipped"]
+    assert skipped
+
+
+def test_a_page_slower_than_the_time_limit_ends_the_crawl(app, session, engine):
+    release = threading.Event()
+    base = website.serve(engine, slow_release=release)
+    site = make_site(session, "Site", base)
+    session.add(Url(site_id=site.id, loc=base + "slow"))  # listed by the sitemap: fetched next
+    session.commit()
+    started = time.monotonic()
+    try:
+        report = discover.crawl(app, site.id, discover.Limits(max_pages=50, max_minutes=0.03))
+    finally:
+        release.set()
+    assert time.monotonic() - started < 10
+    assert report.stopped_by == "time"
+    state, _, note = states(session, site)["slow"]
+    assert state == "failed" and "no answer within" in note
+    assert "/site/a" not in website.requested(engine)
+
+
+def test_robots_txt_that_does_not_answer_forbids_every_page(app, session, engine):
+    engine.expect_request("/robots.txt").respond_with_data("down", status=503)
+    engine.expect_request("/site/").respond_with_data("<a href='/site/a'>a</a>",
+                                                      content_type="text/html")
+    site = make_site(session, "Site", f"http://127.0.0.1:{engine.port}/site/")
+
+    report = discover.crawl(app, site.id, LIMITS)
+
+    assert report.robots and "503" in report.robots
+    assert website.requested(engine) == ["/robots.txt"]
+    assert report.line() == "0 found: 0 new, 0 known, 0 excluded"
+
+
+def test_accept_by_prefix_and_ignore_by_pattern_act_on_pending_new_urls(app, session, shop):
+    discover.crawl(app, shop.id, LIMITS)
+    site = session.get(Site, shop.id)
+
+    assert discover.accept(session, site, "/ja/").created == 2
+    assert discover.ignore(session, site, "re:^/site/(c|quiet)$") == 2
+    session.commit()
+    counts = discover.counts(session, site)
+    assert counts["pending"] == 2  # / and /a/deep
+    stored = set(session.scalars(select(Url.loc).where(Url.site_id == site.id)))
+    assert {site.base_url + "ja/", site.base_url + website.JAPANESE_LOC_PATH[6:]} <= stored
+    assert site.base_url + "c" not in stored
+    assert discover.accept(session, site).created == 2
+    session.commit()
+    assert discover.counts(session, site).get("pending", 0) == 0
+
+
+def test_an_ignore_pattern_is_checked_like_an_exclusion_rule(app, session, shop):
+    with pytest.raises(InvalidValue) as refused:
+        discover.ignore(session, shop, "re:(unclosed")
+    assert "pattern" in str(refused.value) and "regular expression" in str(refused.value)
+
+
+def test_the_add_mode_adds_new_urls_at_once(app, session, shop):
+    shop.discover_mode = "add"
+    session.commit()
+
+    report = discover.crawl(app, shop.id, LIMITS)
+
+    assert report.accepted == 6
+    session.expire_all()
+    assert session.get(Site, shop.id).url_count == 7
+    assert session.scalar(select(Url.id).where(Url.loc.like("%tmp%"))) is None
+
+
+def test_the_command_ends_with_one_line_and_accept_adds_the_new_urls(app, runner, session,
+                                                                      shop):
+    result = runner.invoke(args=["discover", shop.slug, "--max-pages", "50", "--max-depth", "2",
+                                 "--accept"])
+
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[-1] == "8 found: 6 new, 1 known, 1 excluded"
+    session.expire_all()
+    assert session.get(Site, shop.id).url_count == 7
+
+
+def test_the_command_names_a_limit_out_of_range(runner, shop):
+    result = runner.invoke(args=["discover", shop.slug, "--max-pages", "0"])
+    assert result.exit_code != 0
+    assert "max_pages '0': must be a whole number from 1 to 10000" in result.output

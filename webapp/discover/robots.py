@@ -1,0 +1,46 @@
+"""A site's robots.txt, fetched through the outbound rules and read by the standard library's
+parser: what a discovery crawl may fetch, and how long it should pause between requests."""
+
+from __future__ import annotations
+
+from urllib.robotparser import RobotFileParser
+
+from webapp.outbound import MAX_BODY, OutboundError, Policy, get_page
+from webapp.protocol import origin
+
+USER_AGENT = "sitemap-dashboard-discover/0.1 (self-hosted; finds a site's pages for its sitemap)"
+AGENT_TOKEN = "sitemap-dashboard"  # the name robots.txt groups are matched against
+MAX_CRAWL_DELAY = 10.0  # seconds: a larger Crawl-delay is honoured as this
+
+
+class Robots:
+    """The rules for one origin. A missing robots.txt (4xx) allows everything; one that
+    cannot be read (5xx, no answer) forbids everything, as search engines do."""
+
+    def __init__(self, parser: RobotFileParser | None, reason: str | None = None):
+        self.parser, self.reason = parser, reason
+
+    def allows(self, url: str) -> bool:
+        if self.parser is None:
+            return self.reason is None
+        return self.parser.can_fetch(AGENT_TOKEN, url)
+
+    def delay(self) -> float:
+        value = self.parser.crawl_delay(AGENT_TOKEN) if self.parser else None
+        return min(float(value), MAX_CRAWL_DELAY) if value else 0.0
+
+
+def load_robots(site_url: str, policy: Policy) -> Robots:
+    """The robots.txt at the root of `site_url`'s origin."""
+    url = origin(site_url) + "/robots.txt"
+    try:
+        page = get_page(url, policy, max_bytes=MAX_BODY, user_agent=USER_AGENT)
+    except OutboundError as exc:
+        return Robots(None, f"{url} did not answer ({exc.meaning}): nothing is fetched")
+    if 400 <= page.status < 500:
+        return Robots(None)
+    if page.status != 200:
+        return Robots(None, f"{url} answered {page.status}: nothing is fetched")
+    parser = RobotFileParser(url)
+    parser.parse(page.body.decode("utf-8", "replace").splitlines())
+    return Robots(parser)

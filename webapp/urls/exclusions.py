@@ -1,0 +1,207 @@
+"""A site's exclusion rules: which URLs never enter it (`exclude`) and which query parameters
+are taken off every URL that does (`strip_params`).
+
+- `exclude`: one rule per line, matched against a URL's path from the host's root, without the
+  query (`/tmp/a.html`), as stored (percent-encoded) and as decoded in the site's encoding. A
+  rule is a glob (`*` any characters, `/` included; `?` one character; `[abc]` one of them)
+  that must match the whole path, or `re:` and a regular expression searched in the path.
+  Regular expressions are run by RE2 (Python's syntax without backreferences or look-around),
+  whose time is linear in the path's length: no rule can hang an import. Rules are also capped
+  in number and length.
+- `strip_params`: a comma list of globs (`utm_*`, `gclid`); query parameters whose names match
+  one (ASCII case ignored) are removed, the others kept in their order.
+
+Every input path applies them where it normalises a loc (`Rules.apply`): a stripped parameter
+is a Note, as a removed fragment is; an excluded URL raises `Excluded`, an InvalidValue that
+names the rule, so each path refuses and counts it rather than dropping it. URLs stored before
+a rule was added stay until deleted (`matching_stored` counts them).
+
+Imports nothing of the database layer: a large import's worker process checks rows with it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from functools import lru_cache
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+import re2
+
+from webapp.errors import InvalidValue, Note
+
+MAX_RULES = 100
+MAX_RULE_LENGTH = 300
+MAX_PARAMS = 50
+MAX_PARAM_LENGTH = 100
+REGEX = "re:"
+_PARAM_GLOB = re.compile(r"[A-Za-z0-9_.\-*?\[\]!~:]+")
+
+_OPTIONS = re2.Options()
+_OPTIONS.log_errors = False  # a refused pattern is told to the person, not logged to stderr
+
+
+class Excluded(InvalidValue):
+    """A URL one of the site's `exclude` rules refuses; `pattern` is that rule as written."""
+
+    def __init__(self, field: str, url: str, pattern: str):
+        super().__init__(field, url, f"is excluded by the site's rule `{pattern}`")
+        self.pattern = pattern
+
+
+def _glob_regex(glob: str) -> str:
+    """A glob as an RE2 pattern matching a whole path."""
+    out, i = [], 0
+    while i < len(glob):
+        char = glob[i]
+        if char == "*":
+            out.append(".*")
+        elif char == "?":
+            out.append(".")
+        elif char == "[" and "]" in glob[i + 2:]:
+            end = glob.index("]", i + 2)
+            inner = glob[i + 1:end]
+            negate = inner.startswith("!")
+            body = re.sub(r"([\\\]^\[])", r"\\\1", inner[1:] if negate else inner)
+            out.append(f"[{'^' if negate else ''}{body}]")
+            i = end
+        else:
+            out.append(re.escape(char))
+        i += 1
+    return "(?s)^" + "".join(out) + "$"
+
+
+@lru_cache(maxsize=512)
+def compile_rule(rule: str):
+    """The compiled matcher of one rule (a glob, or `re:` and a regular expression); re2.error
+    when the expression is not valid."""
+    if rule.startswith(REGEX):
+        return re2.compile(rule[len(REGEX):], _OPTIONS)
+    return re2.compile(_glob_regex(rule), _OPTIONS)
+
+
+def check_rule(rule: str, field: str = "exclude", line: int | None = None) -> str:
+    """One rule as written, or InvalidValue naming the line and what is wrong."""
+    where = f"line {line}: " if line else ""
+    if len(rule) > MAX_RULE_LENGTH:
+        raise InvalidValue(field, rule, f"{where}a rule may be at most {MAX_RULE_LENGTH} "
+                           "characters")
+    if rule.startswith(REGEX):
+        if not rule[len(REGEX):].strip():
+            raise InvalidValue(field, rule, f"{where}re: needs a regular expression after it")
+    elif not rule.startswith(("/", "*")):
+        raise InvalidValue(field, rule, f"{where}a glob is matched against the URL's path, so "
+                           "it starts with / or * (e.g. /tmp/*); write re: before a regular "
+                           "expression")
+    try:
+        compile_rule(rule)
+    except re2.error as exc:
+        reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
+        raise InvalidValue(field, rule, f"{where}is not a valid regular expression ({reason}); "
+                           "the syntax is Python's without backreferences or look-around "
+                           "(RE2)") from None
+    return rule
+
+
+def parse_exclude(value: str | list[str]) -> str | None:
+    """The `exclude` setting: one rule per line (`\\n` stands for a line break on one line);
+    blank lines are skipped. Stored as the rules joined by line breaks, None for none."""
+    if isinstance(value, list):
+        lines = [str(item) for item in value]
+    else:
+        text = str(value).replace("\r\n", "\n")
+        text = re.sub(r"\\(\\|n)", lambda m: "\n" if m.group(1) == "n" else "\\", text)
+        lines = text.split("\n")
+    rules = [(n, line.strip()) for n, line in enumerate(lines, start=1) if line.strip()]
+    if len(rules) > MAX_RULES:
+        raise InvalidValue("exclude", f"{len(rules)} rules", f"a site may have at most "
+                           f"{MAX_RULES} exclusion rules")
+    return "\n".join(check_rule(rule, line=n) for n, rule in rules) or None
+
+
+def show_exclude(value: str | None) -> str:
+    """The rules on one line, as `sites set` takes them back."""
+    return (value or "").replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def parse_strip_params(value: str | list[str]) -> str | None:
+    """The `strip_params` setting: a comma list of parameter-name globs, None for none."""
+    items = value if isinstance(value, list) else str(value).split(",")
+    globs = [str(item).strip() for item in items if str(item).strip()]
+    if len(globs) > MAX_PARAMS:
+        raise InvalidValue("strip_params", f"{len(globs)} names", f"at most {MAX_PARAMS} "
+                           "parameter names")
+    for glob in globs:
+        if len(glob) > MAX_PARAM_LENGTH or not _PARAM_GLOB.fullmatch(glob):
+            raise InvalidValue("strip_params", glob, "must be query parameter names or globs "
+                               "such as utm_* (letters, digits, _ . - and * ? [ ]), separated "
+                               f"by commas, each at most {MAX_PARAM_LENGTH} characters")
+    return ",".join(dict.fromkeys(globs)) or None
+
+
+@dataclass(frozen=True)
+class Rules:
+    """A site's rules in a form a worker process can be handed (plain text, compiled there)."""
+
+    exclude: tuple[str, ...] = ()
+    strip_params: tuple[str, ...] = ()
+    encoding: str = "utf-8"
+
+    @classmethod
+    def of(cls, site) -> Rules:
+        """The rules of a site (anything with `exclude`, `strip_params` and `encoding`)."""
+        return cls(tuple(filter(None, (site.exclude or "").split("\n"))),
+                   tuple(filter(None, (site.strip_params or "").split(","))),
+                   site.encoding or "utf-8")
+
+    def __bool__(self) -> bool:
+        return bool(self.exclude or self.strip_params)
+
+    def excluding(self, url: str) -> str | None:
+        """The first rule that excludes this normalised URL, or None."""
+        if not self.exclude:
+            return None
+        path = urlsplit(url).path or "/"
+        decoded = unquote(path, encoding=self.encoding, errors="replace")
+        for rule in self.exclude:
+            matcher = compile_rule(rule)
+            if matcher.search(path) or (decoded != path and matcher.search(decoded)):
+                return rule
+        return None
+
+    def strip(self, url: str) -> tuple[str, list[str]]:
+        """The URL without the query parameters `strip_params` names, and the names removed."""
+        if not self.strip_params or "?" not in url:
+            return url, []
+        parts = urlsplit(url)
+        kept, removed = [], []
+        for pair in parts.query.split("&"):
+            name = unquote(pair.partition("=")[0], encoding=self.encoding, errors="replace")
+            if pair and any(fnmatchcase(name.lower(), glob.lower()) for glob in self.strip_params):
+                removed.append(name)
+            else:
+                kept.append(pair)
+        if not removed:
+            return url, []
+        return urlunsplit((parts.scheme, parts.netloc, parts.path, "&".join(kept), "")), removed
+
+    def apply(self, url: str, field: str = "loc") -> tuple[str, Note | None]:
+        """A normalised loc with the parameters stripped (and a note saying which), or
+        Excluded when a rule refuses it."""
+        stripped, removed = self.strip(url)
+        rule = self.excluding(stripped)
+        if rule is not None:
+            raise Excluded(field, stripped, rule)
+        if not removed:
+            return stripped, None
+        names = ", ".join(dict.fromkeys(removed))
+        return stripped, Note(field, url, f"the query parameters {names} were removed by the "
+                              "site's strip_params setting: tracking parameters make copies of "
+                              "one page")
+
+
+def excluded_lines(counts: dict[str, int]) -> list[str]:
+    """`excluded by rule `/tmp/*`: 3`, one line per rule, most first."""
+    return [f"excluded by rule `{rule}`: {count}"
+            for rule, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
