@@ -181,7 +181,7 @@ def site_settings_page(slug):
 
 def _flash_excluded_stored(session, site: Site) -> None:
     """Rules apply to URLs as they come in: say how many stored ones the new rules match."""
-    counts, _ = health.excluded_stored(session, site)
+    counts = health.excluded_stored(session, site)[0]
     if counts:
         flash(_("Note: %(n)s stored URLs match the new exclusion rules. They stay in the "
                 "sitemap until you delete them (Discover page).", n=counts.total()))
