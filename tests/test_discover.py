@@ -162,3 +162,38 @@ def test_the_command_names_a_limit_out_of_range(runner, shop):
     result = runner.invoke(args=["discover", shop.slug, "--max-pages", "0"])
     assert result.exit_code != 0
     assert "max_pages '0': must be a whole number from 1 to 10000" in result.output
+
+
+def test_the_discover_page_names_bad_limits_and_patterns_and_accepts_all(app, session, shop):
+    import re
+
+    from webapp.users import create_user
+
+    create_user(session, "ed@example.com", "correct horse", "editor")
+    session.commit()
+    client = app.test_client()
+    token = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/sign-in").text)[1]
+    client.post("/sign-in", data={"email": "ed@example.com", "password": "correct horse",
+                                  "csrf_token": token})
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/").text)[1]
+    page = f"/sites/{shop.slug}/discover"
+
+    bad = client.post(page, data={"csrf_token": csrf, "max_pages": "lots", "max_depth": "99",
+                                  "max_minutes": "5"})
+    assert bad.status_code == 422
+    assert "max_pages &#39;lots&#39;: must be a whole number from 1 to 10000" in bad.text
+    assert "max_depth &#39;99&#39;: must be a whole number from 0 to 50" in bad.text
+    started = client.post(page, data={"csrf_token": csrf, "max_pages": "50", "max_depth": "2",
+                                      "max_minutes": "1"})
+    task = client.get(started.location + ".json").json  # ran where it was asked (eager)
+    assert task["status"] == "done" and task["result"]["new"] == 6, task
+    listed = client.get(page).text
+    assert "New (6)" in listed and "Excluded (1)" in listed
+    assert "/site/tmp/*" in client.get(page + "?show=excluded").text
+    wrong = client.post(page + "/ignore", data={"csrf_token": csrf, "pattern": "re:(x"})
+    assert wrong.status_code == 422 and "is not a valid regular expression" in wrong.text
+    client.post(page + "/ignore", data={"csrf_token": csrf, "pattern": "/site/quiet"})
+    accepted = client.post(page + "/accept", data={"csrf_token": csrf}, follow_redirects=True)
+    assert "Added 5 URLs to the site." in accepted.text
+    session.expire_all()
+    assert session.get(Site, shop.id).url_count == 6

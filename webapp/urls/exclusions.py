@@ -107,8 +107,8 @@ def check_rule(rule: str, field: str = "exclude", line: int | None = None) -> st
 def parse_exclude(value: str | list[str]) -> str | None:
     """The `exclude` setting: one rule per line (`\\n` stands for a line break on one line);
     blank lines are skipped. Stored as the rules joined by line breaks, None for none."""
-    if isinstance(value, list):
-        lines = [str(item) for item in value]
+    if isinstance(value, list):  # the API's: one rule per item
+        lines = [line for item in value for line in str(item).replace("\r\n", "\n").split("\n")]
     else:
         text = str(value).replace("\r\n", "\n")
         text = re.sub(r"\\(\\|n)", lambda m: "\n" if m.group(1) == "n" else "\\", text)

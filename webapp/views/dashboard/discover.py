@@ -19,10 +19,14 @@ from webapp.views.dashboard import bp, load_site
 SHOWN = ("new", "known", "excluded", "other")
 
 
-def _running(site) -> Task | None:
-    return get_session().scalar(select(Task).where(
+def _running(site) -> dict | None:
+    """The site's crawl in progress, if any (one whose worker stopped does not count)."""
+    session = get_session()
+    task_id = session.scalar(select(Task.id).where(
         Task.site_id == site.id, Task.kind == "discover", Task.status.in_(("queued", "running")))
         .order_by(Task.created_at.desc()).limit(1))
+    state = task_id and tasks.read(session, task_id)
+    return state if state and state["status"] in ("queued", "running") else None
 
 
 def _page(site, errors: dict[str, str] | None = None, form=None, status: int = 200):

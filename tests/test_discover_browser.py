@@ -1,0 +1,94 @@
+"""The Discover page in a real browser (Debian's Chromium through Playwright): start a crawl of
+the test website, review what it found, accept by prefix; at 1280 and 390 px, in English and
+Japanese, with screenshots in test-artifacts/discover/ for a person to look at."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from tests import website
+from tests.builders import make_site, served
+from webapp.models import Url
+from webapp.users import create_user
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "discover"
+
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                                reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)")
+
+
+@pytest.fixture
+def server(app):
+    if not app.config["DATABASE_URL"].startswith("sqlite"):
+        pytest.skip("the browser path is the same on both databases; it runs on SQLite")
+    app.config["DISCOVER_DELAY_MS"] = 0
+    with served(app) as base_url:
+        yield base_url
+
+
+@pytest.fixture
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=[
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        yield chromium
+        chromium.close()
+
+
+def signed_in(browser, server, width: int, locale: str):
+    context = browser.new_context(viewport={"width": width, "height": 900}, locale=locale)
+    page = context.new_page()
+    page.goto(f"{server}/sign-in")
+    page.locator("#email").fill("owner@example.com")
+    page.locator("#password").fill("correct horse")
+    page.locator("button[type=submit]").click()
+    page.wait_for_url(f"{server}/")
+    return context, page
+
+
+def no_page_overflow(page) -> bool:
+    return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+
+def test_an_editor_crawls_reviews_and_accepts_by_prefix(app, session, server, browser, engine):
+    create_user(session, "owner@example.com", "correct horse", "editor")
+    site = make_site(session, "Test website", website.serve(engine), exclude="/site/tmp/*")
+    session.commit()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+
+    context, page = signed_in(browser, server, 1280, "en-GB")
+    page.goto(f"{server}/sites/{site.slug}")
+    page.get_by_role("link", name="Discover").click()
+    page.get_by_text("Start a crawl", exact=True).click()
+    page.get_by_label("Pages at most").fill("40")
+    page.get_by_label("Links from the start at most").fill("2")
+    page.get_by_role("button", name="Start crawl").click()
+    page.get_by_text("Done.").wait_for()
+    assert "8 found: 7 new, 0 known, 1 excluded" in page.locator("#task-message").inner_text()
+    page.get_by_role("link", name="Review what the crawl found").click()
+    assert page.get_by_role("link", name="New (7)").is_visible()
+    page.get_by_label("Accept those whose path starts with").fill("/ja/")
+    page.get_by_role("button", name="Accept by prefix").click()
+    assert page.get_by_text("Added 2 URLs to the site.").is_visible()
+    page.screenshot(path=str(ARTIFACTS / "discover-1280-en.png"), full_page=True)
+    context.close()
+    assert len(session.scalars(select(Url.loc)).all()) == 2
+
+    for width, locale in ((390, "en-GB"), (1280, "ja-JP"), (390, "ja-JP")):
+        context, page = signed_in(browser, server, width, locale)
+        page.goto(f"{server}/sites/{site.slug}/discover?show=other")
+        if locale == "ja-JP":
+            assert page.get_by_role("heading", name="見つかった URL").is_visible()
+        assert no_page_overflow(page), f"{width} px {locale}"
+        page.goto(f"{server}/sites/{site.slug}/discover")
+        assert no_page_overflow(page), f"{width} px {locale}"
+        page.screenshot(path=str(ARTIFACTS / f"discover-{width}-{locale[:2]}.png"),
+                        full_page=True)
+        context.close()
