@@ -87,6 +87,12 @@ def test_an_editor_crawls_reviews_and_accepts_by_prefix(app, session, server, br
         if locale == "ja-JP":
             assert page.get_by_role("heading", name="見つかった URL").is_visible()
         assert no_page_overflow(page), f"{width} px {locale}"
+        page.screenshot(path=str(ARTIFACTS / f"discover-other-{width}-{locale[:2]}.png"),
+                        full_page=True)
+        page.goto(f"{server}/sites/{site.slug}/settings")
+        assert no_page_overflow(page), f"settings {width} px {locale}"
+        page.locator("#f-exclude").scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / f"settings-{width}-{locale[:2]}.png"))
         page.goto(f"{server}/sites/{site.slug}/discover")
         assert no_page_overflow(page), f"{width} px {locale}"
         page.screenshot(path=str(ARTIFACTS / f"discover-{width}-{locale[:2]}.png"),

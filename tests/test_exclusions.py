@@ -267,3 +267,14 @@ def test_stored_urls_the_new_rules_match_are_counted_and_deleted_on_request(app,
     client.post("/sites/shop/discover/delete-excluded", data={"csrf_token": client.csrf})
     assert live(session) == {SHOP + "a"}
     assert session.get(Site, site.id).url_count == 1
+
+
+def test_a_page_counts_the_stored_urls_the_rules_match_among_the_first_ones_only(session):
+    from webapp.urls import health
+
+    site = make_site(session, exclude="/tmp/*")
+    session.add_all(Url(site_id=site.id, loc=SHOP + f"tmp/{n}") for n in range(5))
+    session.commit()
+    assert health.excluded_stored(session, site, scan=2)[0] == {"/tmp/*": 2}
+    counts, ids = health.excluded_stored(session, site)
+    assert counts == {"/tmp/*": 5} and len(ids) == 5

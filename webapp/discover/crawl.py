@@ -143,7 +143,7 @@ class _Crawl:
 
     def visit(self, row: Discovery) -> None:
         if not self.robots.allows(row.loc):
-            row.state, row.note = "disallowed", "robots.txt disallows it"
+            row.state = "disallowed"  # robots.txt
             return
         seconds = min(self.policy.timeout, self.ends - time.monotonic())
         try:
@@ -178,7 +178,7 @@ class _Crawl:
             if self.place(canonical):
                 self.add([canonical], row.depth)
         elif links.noindex:
-            row.state, row.note = "noindex", "the page asks not to be indexed"
+            row.state = "noindex"
         else:
             self.found(row)
         if not links.nofollow:
@@ -224,7 +224,7 @@ class _Crawl:
                 progress(self.report.fetched, self.limits.max_pages)
         self.session.execute(update(Discovery).where(
             Discovery.site_id == self.site.id, Discovery.state == "queued")
-            .values(state="skipped", note="not fetched: a limit was reached"))
+            .values(state="skipped"))  # not fetched: a limit was reached
         self.session.commit()
         return self.report
 

@@ -4,8 +4,8 @@ checked by `csv_rows`, in a worker process for large files, in an encoding of `e
 existing sitemap (read by `sitemap_reader`, imported with its extensions by `sitemap_import`),
 fetched or uploaded (`sources`); images and alternates of many URLs (`children`); the CSV export
 the import reads back (`exporting`); the change log every write feeds (`changes`); what a site
-owner should hear about a site's URLs (`health`); hreflang clusters (`hreflang`); and the site's exclusion rules, applied wherever
-a loc comes in (`exclusions`).
+owner should hear about a site's URLs (`health`); hreflang clusters (`hreflang`); and the
+site's exclusion rules, applied wherever a loc comes in (`exclusions`).
 
 Others use the names below. Each is loaded from its module on first use (PEP 562), so that the
 worker process of a large import, which needs `csv_rows` alone, loads none of the database layer.

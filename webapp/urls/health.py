@@ -135,18 +135,25 @@ def _majority_lastmod(session: Session, live: tuple, total: int) -> tuple[str, i
     return (middle, shared) if shared > total / 2 else None
 
 
-def excluded_stored(session: Session, site: Site,
-                    rules: Rules | None = None) -> tuple[Counter[str], list[int]]:
+# Stored URLs a page reads to count those the exclusion rules match: a few seconds at most.
+EXCLUDED_SCAN = 100_000
+
+
+def excluded_stored(session: Session, site: Site, rules: Rules | None = None,
+                    scan: int | None = None) -> tuple[Counter[str], list[int]]:
     """Live URLs stored before the exclusion rules (the site's, or `rules` to try) refused
     them: how many by each rule, and their ids. The rules apply to URLs as they come in;
-    these stay published until deleted. Reads the site's locs once, a thousand at a time."""
+    these stay published until deleted. Reads the site's locs once (the first `scan` of
+    them when given), a thousand at a time."""
     rules = Rules.of(site) if rules is None else rules
     counts: Counter[str] = Counter()
     ids: list[int] = []
     if not rules.exclude:
         return counts, ids
-    rows = session.execute(select(Url.id, Url.loc).where(
-        Url.site_id == site.id, Url.deleted_at.is_(None)).execution_options(yield_per=1000))
+    query = select(Url.id, Url.loc).where(Url.site_id == site.id, Url.deleted_at.is_(None))
+    if scan is not None:
+        query = query.order_by(Url.id).limit(scan)
+    rows = session.execute(query.execution_options(yield_per=1000))
     for url_id, loc in rows:
         rule = rules.excluding(loc)
         if rule is not None:

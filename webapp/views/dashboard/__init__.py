@@ -33,4 +33,5 @@ from webapp.views.dashboard import (  # noqa: E402  (routes attach themselves to
     users,
 )
 
-__all__ = ["account", "bp", "discover", "history", "load_site", "sites", "tasks", "tokens", "urls", "users"]
+__all__ = ["account", "bp", "discover", "history", "load_site", "sites", "tasks", "tokens",
+           "urls", "users"]

@@ -35,12 +35,13 @@ def _page(site, errors: dict[str, str] | None = None, form=None, status: int = 2
     show = show if show in SHOWN else "new"
     after = request.args.get("after", "")
     rows, more = discover.rows(session, site, show, int(after) if after.isdigit() else 0)
-    excluded, _ids = health.excluded_stored(session, site)
+    excluded, _ids = health.excluded_stored(session, site, scan=health.EXCLUDED_SCAN)
     return render_template(
         "dashboard/discover.html", site=site, counts=discover.counts(session, site), rows=rows,
         show=show, shown=SHOWN, next_after=rows[-1].id if more else None,
         running=_running(site), last=tasks.latest(session, "discover", site.id),
-        excluded_stored=excluded, errors=errors or {}, form=form or {}), status
+        excluded_stored=excluded, excluded_scan=health.EXCLUDED_SCAN, errors=errors or {},
+        form=form or {}), status
 
 
 @bp.get("/sites/<slug>/discover")

@@ -156,6 +156,7 @@ def site_settings_page(slug):
         demand("editor")  # viewers may look, not change
         session = get_session()
         changes = _form_changes(site)
+        rules_before = site.exclude
         try:
             warning = update_site(session, site, changes, operator=current_user.can("admin"))
         except InvalidValue as exc:
@@ -170,18 +171,18 @@ def site_settings_page(slug):
                 flash(f"Note: {warning}")
             for blocked in _blocked_engines(site):
                 flash(f"Note: {blocked.title}. {blocked.detail}")
-            if "exclude" in changes:
+            if site.exclude != rules_before:
                 _flash_excluded_stored(session, site)
             return redirect(url_for("dashboard.site_settings_page", slug=site.slug))
+    excluded = health.excluded_stored(get_session(), site, scan=health.EXCLUDED_SCAN)[0]
     return render_template("dashboard/site_settings.html", site=site, values=values,
-                           errors=errors, sections=SECTIONS,
-                           excluded_stored=health.excluded_stored(get_session(), site)[0],
+                           errors=errors, sections=SECTIONS, excluded_stored=excluded,
                            operator_settings=OPERATOR_SETTINGS), status if errors else 200
 
 
 def _flash_excluded_stored(session, site: Site) -> None:
     """Rules apply to URLs as they come in: say how many stored ones the new rules match."""
-    counts = health.excluded_stored(session, site)[0]
+    counts = health.excluded_stored(session, site, scan=health.EXCLUDED_SCAN)[0]
     if counts:
         flash(_("Note: %(n)s stored URLs match the new exclusion rules. They stay in the "
                 "sitemap until you delete them (Discover page).", n=counts.total()))
