@@ -31,8 +31,8 @@ def _changed(app: Flask, site_id: int) -> None:
 
 def start(session, app: Flask, kind: str, site, payload: bytes | None = None,
           **arguments) -> str:
-    """Record work of `kind` ("regenerate", "notify", "import", "pre-flight check") asked for
-    on `site`, to be queued when the caller commits; its task id."""
+    """Record work of `kind` ("regenerate", "notify", "import", "pre-flight check",
+    "discover") asked for on `site`, to be queued when the caller commits; its task id."""
     return queue.start(session, app, kind, site, work.KINDS[kind], payload, **arguments)
 
 
