@@ -27,6 +27,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from webapp.errors import InvalidValue
+from webapp.said import Line, english, said, said_plural, verbatim
 from webapp.models import Site, Url
 from webapp.protocol import FIELD_RULES
 from webapp.urls.changes import count_live, hold_site, next_change_seq
@@ -79,15 +80,23 @@ class ImportReport:
         if len(self.notes) < MAX_REPORTED:
             self.notes.append((line, text))
 
-    def summary(self) -> str:
-        text = (f"added {self.added}, updated {self.updated}, unchanged {self.unchanged}, "
-                f"rejected {self.rejected}")
+    def report_lines(self) -> list[Line]:
+        """What the import did, line by line, for the reader's language (said.render)."""
+        first = [said("added %(added)s, updated %(updated)s, unchanged %(unchanged)s, "
+                      "rejected %(rejected)s", added=self.added, updated=self.updated,
+                      unchanged=self.unchanged, rejected=self.rejected)]
         if self.duplicates:
-            lines = "line repeated a loc" if self.duplicates == 1 else "lines repeated a loc"
-            text += f" ({self.duplicates} {lines} already in the file: the last one is kept)"
+            first.append(said_plural(
+                " (%(num)s line repeated a loc already in the file: the last one is kept)",
+                " (%(num)s lines repeated a loc already in the file: the last one is kept)",
+                self.duplicates))
         if self.noted:
-            text += f"; {self.noted} kept with a note (listed below)"
-        return "\n".join([text, *self.warnings])
+            first.append(said("; %(noted)s kept with a note (listed below)", noted=self.noted))
+        return [first, *(verbatim(warning) for warning in self.warnings)]
+
+    def summary(self) -> str:
+        """What the import did, in English (the CLI's report)."""
+        return english(self.report_lines())
 
 
 class ImportFormatError(ValueError):
