@@ -44,11 +44,11 @@ def render(line: Line, numbers: bool = True) -> str:
     if "text" in line:
         return line["text"]
     values = {name: _value(value, numbers) for name, value in line["values"].items()}
-    translations = get_translations()
-    if "plural" in line:
-        words = translations.ungettext(line["id"], line["plural"], line["values"]["num"])
+    translations, msgid, plural = get_translations(), line["id"], line.get("plural")
+    if plural is not None:
+        words = translations.ungettext(msgid, plural, line["values"]["num"])
     else:
-        words = translations.ugettext(line["id"])
+        words = translations.ugettext(msgid)
     return words % values if values else words
 
 

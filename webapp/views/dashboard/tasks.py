@@ -29,8 +29,8 @@ def shown(state: dict) -> dict:
     if not total:
         count = ""
     elif state["kind"] == "regenerate":  # a generation counts the URLs it has written
-        count = ngettext("%(done)s of %(num)s URL", "%(done)s of %(num)s URLs", total,
-                         done=format_number(done), num=format_number(total))
+        count = ngettext("%(done)s of %(total)s URL", "%(done)s of %(total)s URLs", total,
+                         done=format_number(done), total=format_number(total))
     else:  # an import counts characters of a CSV or entries of a sitemap: a share says both
         count = _("%(percent)s read", percent=format_percent(done / total))
     status = {"queued": _("Waiting for a worker…"), "running": _("Working…"),

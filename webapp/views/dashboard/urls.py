@@ -194,9 +194,9 @@ def urls_delete(slug):
     session = get_session()
     count = delete_urls(session, site, ids)
     session.commit()
-    flash(ngettext("Deleted %(num)s URL; the next generation leaves it out and announces the "
-                   "removal.", "Deleted %(num)s URLs; the next generation leaves them out and "
-                   "announces the removal.", count, num=format_number(count)))
+    flash(ngettext("Deleted %(count)s URL; the next generation leaves it out and announces "
+                   "the removal.", "Deleted %(count)s URLs; the next generation leaves them out "
+                   "and announces the removal.", count, count=format_number(count)))
     return redirect(url_for("dashboard.urls", slug=slug))
 
 
