@@ -10,6 +10,7 @@ from flask_babel import gettext as _
 
 from webapp import tasks
 from webapp.db import get_session
+from webapp.models import Site
 from webapp.said import render
 from webapp.views.auth import require
 from webapp.views.dashboard import bp
@@ -44,7 +45,9 @@ def shown(state: dict) -> dict:
 @require("viewer")
 def task(task_id):
     state = _task(task_id)
-    return render_template("dashboard/task.html", task=state, shown=shown(state))
+    site = get_session().get(Site, state["site_id"]) if state["site_id"] else None
+    return render_template("dashboard/task.html", task=state, shown=shown(state),
+                           site_name=site.name if site else state["site"])
 
 
 @bp.get("/tasks/<task_id>.json")
