@@ -7,9 +7,19 @@ the API's `rule` and anything that compares rules need it.
 
 from __future__ import annotations
 
-from flask_babel import lazy_gettext as _l
+# Flask-Babel is imported where a lazy string is made or read, not here: the process that
+# checks CSV rows imports this module and starts without Flask (tests/test_architecture.py).
 
-from webapp.i18n import in_english
+
+def in_english(text: object) -> str:
+    """A message or rule as the CLI and the API's machine-read fields give it: English,
+    whatever the request's language (a lazy string is rendered under the English locale)."""
+    if isinstance(text, str):
+        return text
+    from flask_babel import force_locale
+
+    with force_locale("en"):
+        return str(text)
 
 
 def _shown(value: object) -> str:
@@ -100,11 +110,15 @@ def unstorable(text: str):
     UTF-16 surrogates (`"\\u0000"`, `"\\ud800"`), a command line bytes that are not UTF-8
     (which Python turns into surrogates); PostgreSQL refuses NUL, and UTF-8 has no surrogates."""
     if "\0" in text:
+        from flask_babel import lazy_gettext as _l
+
         return _l("must not contain the NUL character (\\u0000)")
     if not text.isascii():
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:
+            from flask_babel import lazy_gettext as _l
+
             return _l("must be Unicode text: it has a lone surrogate (\\ud800 to \\udfff) "
                       "or bytes that are not UTF-8")
     return None

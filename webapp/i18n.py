@@ -6,7 +6,8 @@ updates them; `make install` compiles them). A signed-in user's own choice wins,
 browser's Accept-Language, then English. Outside a request (the CLI, workers) it is English.
 
 Rules of bad input (`errors.InvalidValue`) may be lazy strings: a page shows them in its
-language, while the CLI (no request) and the API's `rule` (`in_english`) read them in English.
+language, while the CLI (no request) and the API's `rule` (`errors.in_english`) read them in
+English.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from datetime import UTC, datetime
 
 from babel.dates import format_skeleton
 from flask import Flask, has_request_context, request
-from flask_babel import Babel, force_locale, get_locale, get_timezone
+from flask_babel import Babel, get_locale, get_timezone
 from flask_login import current_user
 
 LANGUAGES = ("en", "ja")  # the first is the default
@@ -53,15 +54,6 @@ def timezones() -> tuple[str, ...]:
     """The IANA zones a person may choose, sorted (no `posix/` or `right/` duplicates)."""
     return tuple(sorted(name for name in zoneinfo.available_timezones()
                         if not name.startswith(("posix/", "right/")) and name != "localtime"))
-
-
-def in_english(text: object) -> str:
-    """A message or rule as the CLI and the API's machine-read fields give it: English,
-    whatever the request's language (a lazy string is rendered under the English locale)."""
-    if isinstance(text, str):
-        return text
-    with force_locale(LANGUAGES[0]):
-        return str(text)
 
 
 def page_language() -> str:

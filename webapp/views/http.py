@@ -18,7 +18,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 from werkzeug.routing import BaseConverter
 
 from webapp.db import get_session
-from webapp.i18n import in_english
+from webapp.errors import in_english
 
 csrf = CSRFProtect()
 

@@ -21,8 +21,15 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from werkzeug.exceptions import BadRequest, RequestEntityTooLarge, UnsupportedMediaType
 
 from webapp.db import get_session
-from webapp.i18n import in_english
-from webapp.errors import Conflict, InvalidValue, NotAllowed, NotFound, each_error, unstorable
+from webapp.errors import (
+    Conflict,
+    InvalidValue,
+    NotAllowed,
+    NotFound,
+    each_error,
+    in_english,
+    unstorable,
+)
 from webapp.leases import SiteBusy
 from webapp.models import Site, utcnow
 from webapp.tokens import Access, Refused, authenticate, rate_headers
