@@ -88,7 +88,7 @@ def regenerate_now(task_id: str, site_id: int) -> None:
 def notify_now(task_id: str, site_id: int) -> None:
     app = _app()
 
-    def work(_progress) -> str:
+    def work(_progress) -> list[Line]:
         planned, attempted = notify.notify_site(site_id, app)
         if not planned and not attempted:
             return [said("Nothing to announce: no generation changed anything since the last "
@@ -112,7 +112,7 @@ def _detached_site(app: Flask, site_id: int) -> Site:
 def preflight(task_id: str, site_id: int) -> None:
     app = _app()
 
-    def work(_progress) -> str:
+    def work(_progress) -> list[Line]:
         findings = notify.preflight.check(_detached_site(app, site_id), app.config)
         return [said("OK: %(finding)s", finding=f.message) if f.ok
                 else said("Problem: %(finding)s", finding=f.message) for f in findings]
@@ -128,7 +128,7 @@ def import_urls_task(task_id: str, site_id: int, source_url: str | None = None,
     app = _app()
     policy = Policy.of(app.config)
 
-    def work(progress: records.Progress) -> str:
+    def work(progress: records.Progress) -> list[Line]:
         site = _detached_site(app, site_id)
         folder = Path(app.config["INSTANCE_PATH"]) / "uploads"
         folder.mkdir(parents=True, exist_ok=True)

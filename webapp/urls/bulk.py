@@ -108,7 +108,7 @@ def check_item(site: Site, item: object) -> CheckedUrl:
     try:
         return check_url(site, loc, fields, images, alternates)
     except InvalidValue as exc:
-        errors = [InvalidValue(ITEM_NAMES.get(error.field, error.field), error.value, error.rule)
+        errors = [InvalidValue(ITEM_NAMES.get(error.field, error.field), error.value, error.said)
                   for error in each_error(exc)]
         raise (errors[0] if len(errors) == 1 else InvalidValues(errors)) from None
 
