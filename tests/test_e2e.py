@@ -93,7 +93,7 @@ def test_a_site_owner_goes_from_sign_in_to_the_ledger(app, session, server, page
     page.get_by_role("button", name="Regenerate now").click()
     page.get_by_text("Done.").wait_for()
     message = page.locator("#task-message").inner_text()
-    assert "succeeded, 26 URLs" in message and "1 announcements planned" in message
+    assert "succeeded, 26 URLs" in message and "1 announcement planned" in message
     shot(page, "03-regenerate-progress")
 
     page.get_by_role("link", name="Back to the site").click()

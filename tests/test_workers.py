@@ -135,7 +135,7 @@ def test_work_asked_on_one_node_runs_on_a_worker_and_is_followed_from_another(
     finally:
         reader.extensions["db_engine"].dispose()
     assert state["status"] == "done", (state, log)
-    assert "30 URLs in 1 files" in state["message"] and state["started_at"]
+    assert "30 URLs in 1 file;" in state["message"] and state["started_at"]
     assert get_store(app).current_generation(site.storage_key) is not None  # any node sees it
 
 

@@ -1,6 +1,25 @@
-"""The errors domain functions raise for bad input; views and commands turn them into messages."""
+"""The errors domain functions raise for bad input; views and commands turn them into messages.
+
+A rule may be a lazy string (`flask_babel.lazy_gettext`): `str(error)` says it in the language of
+the request at hand (English in the CLI and workers), while `error.rule` is always English, as
+the API's `rule` and anything that compares rules need it.
+"""
 
 from __future__ import annotations
+
+# Flask-Babel is imported where a lazy string is made or read, not here: the process that
+# checks CSV rows imports this module and starts without Flask (tests/test_architecture.py).
+
+
+def in_english(text: object) -> str:
+    """A message or rule as the CLI and the API's machine-read fields give it: English,
+    whatever the request's language (a lazy string is rendered under the English locale)."""
+    if isinstance(text, str):
+        return text
+    from flask_babel import force_locale
+
+    with force_locale("en"):
+        return str(text)
 
 
 def _shown(value: object) -> str:
@@ -11,9 +30,17 @@ def _shown(value: object) -> str:
 class InvalidValue(ValueError):
     """A value breaks a rule; the message names the field, the value and the rule."""
 
-    def __init__(self, field: str, value: object, rule: str):
-        self.field, self.value, self.rule = field, value, rule
-        super().__init__(f"{field} {_shown(value)}: {rule}")
+    def __init__(self, field: str, value: object, rule: object):
+        self.field, self.value, self.said = field, value, rule
+        super().__init__(field, value, rule)
+
+    @property
+    def rule(self) -> str:
+        """The rule in English (the API's `rule`)."""
+        return in_english(self.said)
+
+    def __str__(self) -> str:
+        return f"{self.field} {_shown(self.value)}: {self.said}"
 
 
 class InvalidValues(InvalidValue):
@@ -22,9 +49,11 @@ class InvalidValues(InvalidValue):
 
     def __init__(self, errors: list[InvalidValue]):
         first = errors[0]
-        super().__init__(first.field, first.value, first.rule)
+        super().__init__(first.field, first.value, first.said)
         self.errors = errors
-        self.args = ("; ".join(str(error) for error in errors),)
+
+    def __str__(self) -> str:
+        return "; ".join(str(error) for error in self.errors)
 
 
 def each_error(exc: InvalidValue) -> list[InvalidValue]:
@@ -76,18 +105,22 @@ class NotFound(LookupError):
     """The thing asked for does not exist."""
 
 
-def unstorable(text: str) -> str | None:
+def unstorable(text: str):
     """Why no text column can hold `text`, or None when one can. JSON may carry NUL and lone
     UTF-16 surrogates (`"\\u0000"`, `"\\ud800"`), a command line bytes that are not UTF-8
     (which Python turns into surrogates); PostgreSQL refuses NUL, and UTF-8 has no surrogates."""
     if "\0" in text:
-        return "must not contain the NUL character (\\u0000)"
+        from flask_babel import lazy_gettext as _l
+
+        return _l("must not contain the NUL character (\\u0000)")
     if not text.isascii():
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:
-            return ("must be Unicode text: it has a lone surrogate (\\ud800 to \\udfff) or "
-                    "bytes that are not UTF-8")
+            from flask_babel import lazy_gettext as _l
+
+            return _l("must be Unicode text: it has a lone surrogate (\\ud800 to \\udfff) "
+                      "or bytes that are not UTF-8")
     return None
 
 

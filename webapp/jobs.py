@@ -20,6 +20,7 @@ from webapp.db import new_session
 from webapp.errors import NotFound
 from webapp.leases import SiteBusy
 from webapp.models import Generation, Site, utcnow
+from webapp.said import Line, said, said_plural
 from webapp.scheduler import next_run
 from webapp.sitemaps import (
     Limits,
@@ -225,16 +226,21 @@ def _announce_rollback(app: Flask, session: Session, site: Site, generation: Gen
 
 
 def regenerate_now(site_id: int, app: Flask | None = None,
-                   progress: Callable[[int, int], None] | None = None) -> str:
+                   progress: Callable[[int, int], None] | None = None) -> Line:
     """"Regenerate now" of the dashboard and the API: generate, then announce what changed;
-    the outcome in a sentence, or RuntimeError when the generation failed."""
+    the outcome in a sentence (said.py), or RuntimeError when the generation failed."""
     app = app or current_app._get_current_object()  # notify sends from threads
     generation = regenerate(site_id, app, progress=progress)
     if generation.status == "failed":
         raise RuntimeError(f"generation {generation.id} failed: {generation.error}")
     planned, _ = notify.notify_site(site_id, app)
-    return (f"generation {generation.id}: {generation.status}, {generation.url_count} URLs "
-            f"in {generation.file_count} files; {len(planned)} announcements planned")
+    return said_plural(
+        "generation %(id)s: %(status)s, %(urls)s in %(num)s file; %(announcements)s.",
+        "generation %(id)s: %(status)s, %(urls)s in %(num)s files; %(announcements)s.",
+        generation.file_count, id=generation.id, status=said(generation.status),
+        urls=said_plural("%(num)s URL", "%(num)s URLs", generation.url_count),
+        announcements=said_plural("%(num)s announcement planned",
+                                  "%(num)s announcements planned", len(planned)))
 
 
 def max_wait(site: Site) -> timedelta:

@@ -209,7 +209,7 @@ def _parse_setting(name: str, raw: str | list[str]) -> object:
     try:
         value = SETTINGS[name][0](raw)
     except InvalidValue as exc:  # the URL rules name URL fields; say which setting it was
-        raise InvalidValue(name, exc.value, exc.rule) from None
+        raise InvalidValue(name, exc.value, exc.said) from None
     if limit and isinstance(value, str) and len(value) > limit:
         raise InvalidValue(name, value[:40], f"must be at most {limit} characters")
     return value

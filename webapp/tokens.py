@@ -13,6 +13,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from flask_babel import lazy_gettext as _l
 from sqlalchemy import case, literal, select, update
 from sqlalchemy.orm import Session, selectinload
 
@@ -35,14 +36,15 @@ def create_token(session: Session, user: User, name: str, scope: str,
     returned here once and never again."""
     name = check_storable("name", name).strip()
     if not name or len(name) > 100:
-        raise InvalidValue("name", name, "must be 1 to 100 characters")
+        raise InvalidValue("name", name, _l("must be 1 to 100 characters"))
     if scope not in SCOPES:
-        raise InvalidValue("scope", scope, "must be read or write")
+        raise InvalidValue("scope", scope, _l("must be read or write"))
     if scope == "write" and _RANK[user.role] < _RANK["editor"]:
-        raise InvalidValue("scope", scope, f"{user.email} is a viewer: a write token needs an "
-                           "editor or admin account")
+        raise InvalidValue("scope", scope, _l(
+            "%(email)s is a viewer: a write token needs an editor or admin account",
+            email=user.email))
     if sites is not None and not sites:
-        raise InvalidValue("sites", "", "name at least one site, or choose all sites")
+        raise InvalidValue("sites", "", _l("name at least one site, or choose all sites"))
     secret = SECRET_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken(user_id=user.id, name=name, scope=scope, all_sites=sites is None,
                      prefix=secret[:len(SECRET_PREFIX) + 6], secret_hash=digest(secret),

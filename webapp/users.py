@@ -10,11 +10,13 @@ import secrets
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from flask_babel import lazy_gettext as _l
 from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from webapp.errors import InvalidValue, NotFound, check_storable, unstorable
+from webapp.errors import InvalidValue, NotFound, check_storable, collect, raise_all, unstorable
+from webapp.i18n import LANGUAGES, timezones
 from webapp.models import User, UserSession
 
 ROLES = ("admin", "editor", "viewer")
@@ -26,7 +28,8 @@ COMMON_PASSWORDS_FILE = Path(__file__).with_name("common_passwords.txt")
 # Digits, punctuation and spaces at either end: "Sunshine2024!" is "sunshine" with them added.
 MIN_DISTINCT_CHARACTERS = 5  # aaaaaaaaaaaa and 121212121212 are long, not strong
 _PADDING = re.compile(r"^[\W\d_]+|[\W\d_]+$")
-_ADVICE = "choose another (a few unrelated words make a good one)"
+# A rule's English is the API's `rule`; a page says it in the reader's language (errors.py).
+_ADVICE = _l("choose another (a few unrelated words make a good one)")
 
 # A session ends after this long without a request, and this long after sign-in in any case.
 SESSION_IDLE = timedelta(hours=12)
@@ -47,31 +50,63 @@ def _check_password(password: str) -> str:
     if unstorable(password):
         raise InvalidValue("password", masked, unstorable(password))
     if len(password) < MIN_PASSWORD_LENGTH:
-        raise InvalidValue("password", masked,
-                           f"must be at least {MIN_PASSWORD_LENGTH} characters")
+        raise InvalidValue("password", masked, _l("must be at least %(n)d characters",
+                                                  n=MIN_PASSWORD_LENGTH))
     folded = password.lower()
     if folded in common_passwords():
-        raise InvalidValue("password", masked, f"is a common password: {_ADVICE}")
+        raise InvalidValue("password", masked, _l("is a common password: %(advice)s",
+                                                  advice=_ADVICE))
     core = _PADDING.sub("", folded)
     if core in common_passwords():
-        raise InvalidValue("password", masked, "is a common password with digits or symbols "
-                           f"added: {_ADVICE}")
+        raise InvalidValue("password", masked, _l(
+            "is a common password with digits or symbols added: %(advice)s", advice=_ADVICE))
     if not core or len(set(password)) < MIN_DISTINCT_CHARACTERS:
-        raise InvalidValue("password", masked, "must not be only digits, symbols or spaces, "
-                           f"and must use at least {MIN_DISTINCT_CHARACTERS} different "
-                           f"characters: {_ADVICE}")
+        raise InvalidValue("password", masked, _l(
+            "must not be only digits, symbols or spaces, and must use at least %(n)d different "
+            "characters: %(advice)s", n=MIN_DISTINCT_CHARACTERS, advice=_ADVICE))
     return password
+
+
+def _check_language(language: str) -> str | None:
+    if not language:
+        return None  # as the browser says (Accept-Language)
+    if language not in LANGUAGES:
+        raise InvalidValue("language", language, _l(
+            "must be one of %(languages)s, or empty to follow the browser",
+            languages=", ".join(LANGUAGES)))
+    return language
+
+
+def _check_timezone(timezone: str) -> str | None:
+    if not timezone:
+        return None  # the server's default (UTC)
+    if timezone not in timezones():
+        raise InvalidValue("timezone", timezone, _l(
+            "must be an IANA time zone name such as Asia/Tokyo or Europe/Paris"))
+    return timezone
+
+
+def set_preferences(user: User, language: str, timezone: str) -> None:
+    """How the dashboard speaks to this person: a language of the dashboard's or "" (the
+    browser's), an IANA time zone or "" (UTC). Every bad value is named at once; nothing is
+    changed unless both are right."""
+    errors: list[InvalidValue] = []
+    chosen = (collect(errors, _check_language, (language or "").strip()),
+              collect(errors, _check_timezone, (timezone or "").strip()))
+    raise_all(errors)
+    user.language, user.timezone = chosen
 
 
 def create_user(session: Session, email: str, password: str, role: str = "viewer") -> User:
     """A new account; the password is stored only as a scrypt hash."""
     email = check_storable("email", email).strip().lower()
     if not _EMAIL.fullmatch(email) or len(email) > 254:
-        raise InvalidValue("email", email, "must be an e-mail address such as ann@example.com")
+        raise InvalidValue("email", email,
+                           _l("must be an e-mail address such as ann@example.com"))
     if role not in ROLES:
-        raise InvalidValue("role", role, f"must be one of {', '.join(ROLES)}")
+        raise InvalidValue("role", role, _l("must be one of %(roles)s", roles=", ".join(ROLES)))
     if session.scalar(select(User.id).where(User.email == email)) is not None:
-        raise InvalidValue("email", email, "already has an account")
+        raise InvalidValue("email", email, _l("already has an account"))
     user = User(email=email, role=role,
                 password_hash=generate_password_hash(_check_password(password), method="scrypt"))
     session.add(user)

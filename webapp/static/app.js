@@ -21,20 +21,20 @@ function followTask(section) {
     const response = await fetch(section.dataset.task, { headers: { Accept: "application/json" } });
     if (!response.ok) return;
     const task = await response.json();
+    // The server words the count, status and message in the reader's language (`shown`).
     if (task.total) {
       bar.max = task.total;
       bar.value = task.done;
-      count.textContent = `${task.done.toLocaleString()} of ${task.total.toLocaleString()}`;
+      count.textContent = task.shown.count;
     }
+    status.textContent = task.shown.status;
     if (task.status === "queued" || task.status === "running") {
-      status.textContent = task.status === "queued" ? "Waiting for a worker…" : "Working…";
       setTimeout(poll, 500);
       return;
     }
     bar.max = 1;
     bar.value = 1;
-    status.textContent = task.status === "done" ? "Done." : "Failed.";
-    message.textContent = task.message;
+    message.textContent = task.shown.message;
   };
   poll();
 }

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from webapp import leases
 from webapp.db import new_session
 from webapp.models import Site, Task, utcnow
+from webapp.said import Line, english, said, said_plural
 
 KEEP = timedelta(days=7)  # finished tasks are shown this long
 # A running task whose worker has not written for this long stopped with its worker (on
@@ -90,7 +91,12 @@ def begin(app: Flask, task_id: str) -> Progress | None:
     return Progress(app, task_id) if claimed else None
 
 
-def finish(progress: Progress, status: str, message: str) -> None:
+def finish(progress: Progress, status: str, message: str | list[Line]) -> None:
+    """Record the outcome: text, or lines (said.py) kept in English in `message` (the API's)
+    and as they are for pages that say them in their reader's language."""
+    if isinstance(message, list):
+        progress.result["said"] = message
+        message = english(message)
     progress.save(status=status, message=message, finished_at=utcnow(),
                   result=progress.result or None)
 
@@ -113,19 +119,28 @@ def _stopped(task: Task, now: datetime) -> bool:
 
 
 def as_dict(task: Task) -> dict:
-    """A task as pages and the API show it; a task whose worker stopped is reported failed."""
+    """A task as pages and the API show it; a task whose worker stopped is reported failed.
+    `said`: the message as lines for a page to say in its reader's language (said.py), when
+    the work wrote it so."""
+    result = dict(task.result or {})
     state = {"id": task.id, "kind": task.kind, "site": task.site_label, "site_id": task.site_id,
              "status": task.status, "done": task.done, "total": task.total,
-             "message": task.message, "result": task.result or {},
+             "message": task.message, "said": result.pop("said", None), "result": result,
              "created_at": task.created_at, "started_at": task.started_at,
              "finished_at": task.finished_at}
     now = utcnow()
+    lines = None
     if _stopped(task, now):
-        state.update(status="failed", message="the worker running it stopped; it will be "
-                     "given to another worker if its message is delivered again soon")
+        state["status"] = "failed"
+        lines = [said("the worker running it stopped; it will be given to another worker if "
+                      "its message is delivered again soon")]
     elif task.status == "queued" and task.created_at + UNTAKEN < now:
-        state["message"] = (f"no worker has taken it for {int(UNTAKEN.total_seconds() // 60)} "
-                            "minutes: is a worker running (`flask --app webapp worker`)?")
+        lines = [said_plural("no worker has taken it for %(num)s minute: is a worker running "
+                             "(`flask --app webapp worker`)?",
+                             "no worker has taken it for %(num)s minutes: is a worker running "
+                             "(`flask --app webapp worker`)?", int(UNTAKEN.total_seconds() // 60))]
+    if lines:
+        state.update(message=english(lines), said=lines)
     return state
 
 

@@ -25,6 +25,7 @@ from webapp.errors import InvalidValue, NotFound
 from webapp.leases import SiteBusy
 from webapp.models import Site
 from webapp.outbound import OutboundError, Policy
+from webapp.said import Line, said, said_plural, verbatim
 from webapp.tasks import queue, records
 from webapp.urls import ImportFormatError, fetch_source, import_opened, open_import
 
@@ -39,8 +40,9 @@ def _app() -> Flask:
     return current_app._get_current_object()
 
 
-def _recorded(task_id: str, work: Callable[[records.Progress], str]) -> None:
-    """Run `work(progress)` for a task record; its return value is the closing message."""
+def _recorded(task_id: str, work: Callable[[records.Progress], list[Line]]) -> None:
+    """Run `work(progress)` for a task record; its return value is the closing message, as
+    lines its readers hear in their own language (said.py)."""
     app = _app()
     progress = records.begin(app, task_id)
     if progress is None:
@@ -52,7 +54,7 @@ def _recorded(task_id: str, work: Callable[[records.Progress], str]) -> None:
             log.info("task %s refused: %s", task_id, " ".join(str(exc).split()))
         else:
             log.exception("task %s failed", task_id)
-        message, status = str(exc) or type(exc).__name__, "failed"
+        message, status = [verbatim(str(exc) or type(exc).__name__)], "failed"
     records.finish(progress, status, message)
 
 
@@ -80,17 +82,20 @@ def deliver(site_id: int | None = None, only: list[int] | None = None) -> None:
 
 def regenerate_now(task_id: str, site_id: int) -> None:
     app = _app()
-    _recorded(task_id, lambda progress: jobs.regenerate_now(site_id, app, progress) + ".")
+    _recorded(task_id, lambda progress: [jobs.regenerate_now(site_id, app, progress)])
 
 
 def notify_now(task_id: str, site_id: int) -> None:
     app = _app()
 
-    def work(_progress) -> str:
+    def work(_progress) -> list[Line]:
         planned, attempted = notify.notify_site(site_id, app)
         if not planned and not attempted:
-            return "Nothing to announce: no generation changed anything since the last time."
-        return f"{len(planned)} announcements planned, {len(attempted)} sent; see Announcements."
+            return [said("Nothing to announce: no generation changed anything since the last "
+                         "time.")]
+        return [said_plural("%(num)s announcement planned, %(sent)s sent; see Announcements.",
+                            "%(num)s announcements planned, %(sent)s sent; see Announcements.",
+                            len(planned), sent=len(attempted))]
 
     _recorded(task_id, work)
 
@@ -107,9 +112,10 @@ def _detached_site(app: Flask, site_id: int) -> Site:
 def preflight(task_id: str, site_id: int) -> None:
     app = _app()
 
-    def work(_progress) -> str:
+    def work(_progress) -> list[Line]:
         findings = notify.preflight.check(_detached_site(app, site_id), app.config)
-        return "\n".join(f"{'OK' if f.ok else 'Problem'}: {f.message}" for f in findings)
+        return [said("OK: %(finding)s", finding=f.message) if f.ok
+                else said("Problem: %(finding)s", finding=f.message) for f in findings]
 
     _recorded(task_id, work)
 
@@ -122,7 +128,7 @@ def import_urls_task(task_id: str, site_id: int, source_url: str | None = None,
     app = _app()
     policy = Policy.of(app.config)
 
-    def work(progress: records.Progress) -> str:
+    def work(progress: records.Progress) -> list[Line]:
         site = _detached_site(app, site_id)
         folder = Path(app.config["INSTANCE_PATH"]) / "uploads"
         folder.mkdir(parents=True, exist_ok=True)
@@ -143,9 +149,9 @@ def import_urls_task(task_id: str, site_id: int, source_url: str | None = None,
                                        rewrite_origin, progress)
         records.drop_payload(app, task_id)
         progress.result["rejected"] = report.rejected  # the site's health shows it
-        return "\n".join([report.summary()] + [f"line {line}: {reason}"
-                                               for line, reason in report.rejections]
-                         + [f"line {line}: {note}" for line, note in report.notes])
+        return report.report_lines() + [
+            said("line %(line)s: %(reason)s", line=line, reason=str(reason))
+            for line, reason in report.rejections + report.notes]
 
     _recorded(task_id, work)
 

@@ -23,7 +23,7 @@ _HOMES = {
     "urls_changed": "changes",
     "ENCODINGS": "encodings", "check_encoding_choice": "encodings",
     "Excluded": "exclusions", "Rules": "exclusions", "check_rule": "exclusions",
-    "compile_rule": "exclusions", "excluded_lines": "exclusions", "parse_exclude": "exclusions",
+    "compile_rule": "exclusions", "parse_exclude": "exclusions",
     "parse_strip_params": "exclusions", "show_exclude": "exclusions",
     "csv_chunks": "exporting",
     "check_url": "edit", "delete_url": "edit", "delete_urls": "edit", "save_url": "edit",

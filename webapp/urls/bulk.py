@@ -113,7 +113,7 @@ def check_item(site: Site, item: object) -> CheckedUrl:
     except Excluded:
         raise
     except InvalidValue as exc:
-        errors = [InvalidValue(ITEM_NAMES.get(error.field, error.field), error.value, error.rule)
+        errors = [InvalidValue(ITEM_NAMES.get(error.field, error.field), error.value, error.said)
                   for error in each_error(exc)]
         raise (errors[0] if len(errors) == 1 else InvalidValues(errors)) from None
 

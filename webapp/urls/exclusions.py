@@ -219,9 +219,3 @@ class Rules:
         return stripped, Note(field, url, f"the query parameters {names} were removed by the "
                               "site's strip_params setting: tracking parameters make copies of "
                               "one page")
-
-
-def excluded_lines(counts: dict[str, int]) -> list[str]:
-    """`excluded by rule `/tmp/*`: 3`, one line per rule, most first."""
-    return [f"excluded by rule `{rule}`: {count}"
-            for rule, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]

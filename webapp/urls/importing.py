@@ -27,6 +27,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from webapp.errors import InvalidValue
+from webapp.said import Line, english, said, said_plural, verbatim
 from webapp.models import Site, Url
 from webapp.protocol import FIELD_RULES
 from webapp.urls.changes import count_live, hold_site, next_change_seq
@@ -34,7 +35,7 @@ from webapp.urls.children import Children, write_children
 from webapp.urls.csv_rows import CSV_COLUMNS, EXTENSION_COLUMNS, validate_text
 from webapp.urls.csv_rows import FIELDS as COLUMNS  # the columns a URL's own row stores
 from webapp.urls.encodings import undecodable
-from webapp.urls.exclusions import Rules, excluded_lines
+from webapp.urls.exclusions import Rules
 
 CHUNK_CHARS = 512 * 1024  # about 5,000 rows: one existence query and one executemany each
 MAX_REPORTED = 10_000  # rejections kept word for word; beyond that they are only counted
@@ -81,17 +82,28 @@ class ImportReport:
         if len(self.notes) < MAX_REPORTED:
             self.notes.append((line, text))
 
-    def summary(self) -> str:
-        text = (f"added {self.added}, updated {self.updated}, unchanged {self.unchanged}, "
-                f"rejected {self.rejected}")
+    def report_lines(self) -> list[Line]:
+        """What the import did, line by line, for the reader's language (said.render)."""
+        first = [said("added %(added)s, updated %(updated)s, unchanged %(unchanged)s, "
+                      "rejected %(rejected)s", added=self.added, updated=self.updated,
+                      unchanged=self.unchanged, rejected=self.rejected)]
         if self.excluded:
-            text += f", excluded {self.excluded.total()}"
+            first.append(said(", excluded %(excluded)s", excluded=self.excluded.total()))
         if self.duplicates:
-            lines = "line repeated a loc" if self.duplicates == 1 else "lines repeated a loc"
-            text += f" ({self.duplicates} {lines} already in the file: the last one is kept)"
+            first.append(said_plural(
+                " (%(num)s line repeated a loc already in the file: the last one is kept)",
+                " (%(num)s lines repeated a loc already in the file: the last one is kept)",
+                self.duplicates))
         if self.noted:
-            text += f"; {self.noted} kept with a note (listed below)"
-        return "\n".join([text, *excluded_lines(self.excluded), *self.warnings])
+            first.append(said("; %(noted)s kept with a note (listed below)", noted=self.noted))
+        excluded = [said("excluded by rule `%(rule)s`: %(count)s", rule=rule, count=count)
+                    for rule, count in sorted(self.excluded.items(),
+                                              key=lambda item: (-item[1], item[0]))]
+        return [first, *excluded, *(verbatim(warning) for warning in self.warnings)]
+
+    def summary(self) -> str:
+        """What the import did, in English (the CLI's report)."""
+        return english(self.report_lines())
 
 
 class ImportFormatError(ValueError):

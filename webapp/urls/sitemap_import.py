@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 
 from webapp.errors import InvalidValue, Note
 from webapp.models import Site
+from webapp.said import Line, said, verbatim
 from webapp.protocol import (
     FIELD_RULES,
     check_text,
@@ -128,13 +129,13 @@ class SitemapReport(ImportReport):
     not_kept: Counter[str] = field(default_factory=Counter)  # element name -> how many
     origins: Origins | None = None
 
-    def summary(self) -> str:
-        lines = [super().summary()]
-        lines += [f"{name} elements not kept (this app cannot publish them): {count}"
-                  for name, count in sorted(self.not_kept.items())]
+    def report_lines(self) -> list[Line]:
+        lines = super().report_lines()
+        lines += [said("%(name)s elements not kept (this app cannot publish them): %(count)s",
+                       name=name, count=count) for name, count in sorted(self.not_kept.items())]
         if self.origins is not None:
-            lines += self.origins.messages()
-        return "\n".join(lines)
+            lines += [verbatim(message) for message in self.origins.messages()]
+        return lines
 
 
 def check_entry(site: Site, entry: Entry, origins: Origins) -> SitemapUrl:

@@ -18,6 +18,8 @@ import ipaddress
 from datetime import datetime, timedelta
 
 from flask import Flask, abort
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 from flask_login import LoginManager, UserMixin, current_user
 from sqlalchemy import case, delete, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -34,14 +36,15 @@ ACCOUNT_FREE_FAILURES = 5  # attempts in a row at one e-mail from one address be
 ADDRESS_FREE_FAILURES = 20  # attempts in a row from one address, at any e-mails
 MAX_LOCK = timedelta(hours=1)  # pauses double from 1 minute up to this
 FORGET_AFTER = timedelta(days=1)  # a key quiet this long starts counting again
-REFUSED = ("Wrong e-mail address or password, or too many failed sign-ins: "
-           "check both and try again in a few minutes.")
+REFUSED = _l("Wrong e-mail address or password, or too many failed sign-ins: check both and "
+             "try again in a few minutes.")
 # Checked when the e-mail is unknown: made like every stored hash, so it costs the same.
 _DUMMY_HASH = generate_password_hash("not a password", method="scrypt")
 
 login_manager = LoginManager()
 login_manager.login_view = "dashboard.sign_in_page"
-login_manager.login_message = "Please sign in."
+login_manager.login_message = _l("Please sign in.")
+login_manager.localize_callback = str  # flashed in the request's language, as plain text
 login_manager.session_protection = "basic"
 
 
@@ -167,7 +170,8 @@ def demand(role: str) -> None:
     """403 unless the signed-in account has at least `role` (for views whose GET is open to
     viewers and whose POST is not)."""
     if not current_user.can(role):
-        abort(403, f"This needs the {role} role; your account is a {current_user.role}.")
+        abort(403, _("This needs the %(role)s role; your account is a %(yours)s.",
+                     role=_(role), yours=_(current_user.role)))
 
 
 def require(role: str):

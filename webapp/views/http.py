@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from flask import Flask, Response, current_app, jsonify, render_template, request
+from flask_babel import lazy_gettext as _l
 from flask_wtf.csrf import CSRFProtect
 from sqlalchemy.exc import InterfaceError, OperationalError
 from werkzeug.exceptions import (
@@ -17,6 +18,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 from werkzeug.routing import BaseConverter
 
 from webapp.db import get_session
+from webapp.errors import in_english
 
 csrf = CSRFProtect()
 
@@ -96,20 +98,24 @@ def json_error(status: int, message: str, errors: list[dict] | None = None,
 
 def _http_error(error: HTTPException):
     if error.code == 413 and not request.path.startswith("/api/"):  # the API says its own
-        error = RequestEntityTooLarge(
-            f"The upload is larger than {current_app.config['MAX_UPLOAD_MB']} MB, the most this "
-            "server takes (MAX_UPLOAD_MB). Nothing was stored: compress the file with gzip, "
-            "or split it.")
+        error = RequestEntityTooLarge(_l(
+            "The upload is larger than %(mb)s MB, the most this server takes (MAX_UPLOAD_MB). "
+            "Nothing was stored: compress the file with gzip, or split it.",
+            mb=current_app.config["MAX_UPLOAD_MB"]))
     if request.path.startswith("/api/"):
         headers = {name: value for name, value in error.get_headers() if name == "Allow"}
-        return json_error(error.code or 500, error.description or error.name, headers=headers)
+        return json_error(error.code or 500, in_english(error.description or error.name),
+                          headers=headers)
     if _for_machines():
-        return f"{error.code} {error.name}: {error.description}\n", error.code, {
+        return f"{error.code} {error.name}: {in_english(error.description)}\n", error.code, {
             "Content-Type": "text/plain; charset=utf-8"}
     try:
-        return render_template("errors/error.html", error=error), error.code
+        # Werkzeug's own descriptions are English: the page says its translated one instead.
+        stock = error.description == type(error).description
+        return render_template("errors/error.html", error=error,
+                               stock_description=stock), error.code
     except Exception:  # the page itself needs the database (the account menu): say it plainly
-        return f"{error.code} {error.name}: {error.description}\n", error.code, {
+        return f"{error.code} {error.name}: {in_english(error.description)}\n", error.code, {
             "Content-Type": "text/plain; charset=utf-8"}
 
 
@@ -123,8 +129,9 @@ def _unexpected_error(error: Exception):
             get_session().rollback()
         except (OperationalError, InterfaceError):
             pass  # nothing was written over a connection that is gone
-        unavailable = ServiceUnavailable("The database is not answering. Nothing was changed; "
-                                         "try again in a moment.")
+        # Lazy: said in the page's language only once the page renders (English elsewhere).
+        unavailable = ServiceUnavailable(_l("The database is not answering. Nothing was "
+                                            "changed; try again in a moment."))
         unavailable.retry_after = 5
         return _http_error(unavailable)
     current_app.logger.exception("unexpected error on %s %s", request.method, request.path)

@@ -21,7 +21,15 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from werkzeug.exceptions import BadRequest, RequestEntityTooLarge, UnsupportedMediaType
 
 from webapp.db import get_session
-from webapp.errors import Conflict, InvalidValue, NotAllowed, NotFound, each_error, unstorable
+from webapp.errors import (
+    Conflict,
+    InvalidValue,
+    NotAllowed,
+    NotFound,
+    each_error,
+    in_english,
+    unstorable,
+)
 from webapp.leases import SiteBusy
 from webapp.models import Site, utcnow
 from webapp.tokens import Access, Refused, authenticate, rate_headers
@@ -196,7 +204,7 @@ def _unstorable_text(body: object):
             stack.extend((f"{path}/{index}" if path else str(index), item)
                          for index, item in enumerate(value))
         elif isinstance(value, str) and (rule := unstorable(value)):
-            yield path or "body", rule
+            yield path or "body", in_english(rule)
 
 
 def json_body(schema: str) -> dict:

@@ -6,6 +6,7 @@ Every view is guarded by `require(role)`; every POST carries the app-wide CSRF t
 from __future__ import annotations
 
 from flask import Blueprint, abort
+from flask_babel import gettext as _
 from sqlalchemy import select
 
 from webapp.db import get_session
@@ -18,7 +19,7 @@ def load_site(slug: str) -> Site:
     """The site with this slug, or 404."""
     site = get_session().scalar(select(Site).where(Site.slug == slug))
     if site is None:
-        abort(404, f"There is no site {slug!r}.")
+        abort(404, _("There is no site %(slug)s.", slug=repr(slug)))
     return site
 
 
@@ -26,6 +27,7 @@ from webapp.views.dashboard import (  # noqa: E402  (routes attach themselves to
     account,
     discover,
     history,
+    labels,
     sites,
     tasks,
     tokens,
@@ -33,5 +35,5 @@ from webapp.views.dashboard import (  # noqa: E402  (routes attach themselves to
     users,
 )
 
-__all__ = ["account", "bp", "discover", "history", "load_site", "sites", "tasks", "tokens",
-           "urls", "users"]
+__all__ = ["account", "bp", "discover", "history", "labels", "load_site", "sites", "tasks",
+           "tokens", "urls", "users"]

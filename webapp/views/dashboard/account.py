@@ -1,15 +1,19 @@
-"""Signing in and out."""
+"""Signing in and out, and one's own account: the dashboard's language and time zone."""
 
 from __future__ import annotations
 
 from urllib.parse import urlsplit
 
 from flask import flash, redirect, render_template, request, url_for
+from flask_babel import gettext as _
+from flask_babel import force_locale
 from flask_login import current_user, login_user, logout_user
 
 from webapp.db import get_session
-from webapp.models import utcnow
-from webapp.users import end_session, start_session
+from webapp.errors import InvalidValue, each_error
+from webapp.i18n import LANGUAGE_NAMES, language_for, timezones
+from webapp.models import User, utcnow
+from webapp.users import end_session, set_preferences, start_session
 from webapp.views.auth import SignedIn, SignInRefused, require, sign_in
 from webapp.views.dashboard import bp
 
@@ -51,6 +55,31 @@ def sign_out():
     session = get_session()
     end_session(session, current_user.secret)  # copies of the cookie stop working too
     session.commit()
+    flash(_("Signed out."))  # in the account's language, while it is still signed in
     logout_user()
-    flash("Signed out.")
     return redirect(url_for("dashboard.sign_in_page"))
+
+
+@bp.route("/account", methods=["GET", "POST"])
+@require("viewer")
+def account():
+    """The signed-in person's own settings: the dashboard's language and time zone."""
+    session = get_session()
+    user = session.get(User, current_user.id)
+    errors, form = {}, request.form if request.method == "POST" else {
+        "language": user.language or "", "timezone": user.timezone or ""}
+    if request.method == "POST":
+        try:
+            set_preferences(user, form.get("language", ""), form.get("timezone", ""))
+        except InvalidValue as exc:
+            session.rollback()
+            errors = {error.field: str(error) for error in each_error(exc)}
+        else:
+            session.commit()
+            # The next page speaks the new language: the session's copy of the account is
+            # read from the database on each request.
+            with force_locale(language_for(user.language)):
+                flash(_("Saved your language and time zone."))
+            return redirect(url_for("dashboard.account"))
+    return render_template("dashboard/account.html", form=form, errors=errors,
+                           languages=LANGUAGE_NAMES, timezones=timezones()), 422 if errors else 200

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from flask import abort, current_app, flash, redirect, render_template, url_for
+from flask_babel import gettext as _
 from sqlalchemy import select
 
 from webapp import jobs, notify, tasks
@@ -13,6 +14,7 @@ from webapp.models import Delivery, Generation, utcnow
 from webapp.sitemaps import MissingBody, diff, get_store
 from webapp.views.auth import require
 from webapp.views.dashboard import bp, load_site
+from webapp.views.dashboard.labels import status_name
 
 # What each ledger status means, for the page's legend.
 STATUSES = {
@@ -43,7 +45,7 @@ def generation(slug, generation_id):
     session = get_session()
     run = session.get(Generation, generation_id)
     if run is None or run.site_id != site.id:
-        abort(404, "There is no such generation of this site.")
+        abort(404, _("There is no such generation of this site."))
     store = get_store(current_app)
     previous = session.scalar(select(Generation.id).where(
         Generation.site_id == site.id, Generation.id < run.id,
@@ -67,8 +69,8 @@ def generation_rollback(slug, generation_id):
     except (NotFound, SiteBusy) as exc:
         flash(str(exc))
     else:
-        flash(f"Generation {generation_id}'s files are published again as generation "
-              f"{result.id} ({result.status}).")
+        flash(_("Generation %(old)s's files are published again as generation %(new)s "
+                "(%(status)s).", old=generation_id, new=result.id, status=status_name(result.status)))
     return redirect(url_for("dashboard.generations", slug=slug))
 
 
@@ -89,7 +91,7 @@ def announcement_retry(slug, delivery_id):
     session = get_session()
     delivery = session.get(Delivery, delivery_id)
     if delivery is None or delivery.site_id != site.id:
-        abort(404, "There is no such announcement of this site.")
+        abort(404, _("There is no such announcement of this site."))
     try:
         notify.retry(session, delivery, current_app.config, utcnow())
     except InvalidValue as exc:
@@ -100,10 +102,10 @@ def announcement_retry(slug, delivery_id):
         try:
             tasks.enqueue(current_app._get_current_object(), "deliver", only=[delivery_id])
         except tasks.QueueUnavailable:  # due now: the clock queues its delivery
-            flash(f"Announcement #{delivery_id} is due again; the task queue is unreachable "
-                  "now, so it goes out with the next delivery.")
+            flash(_("Announcement #%(id)s is due again; the task queue is unreachable now, so "
+                    "it goes out with the next delivery.", id=delivery_id))
         else:
             session.expire_all()
-            flash(f"Announcement #{delivery_id} is sent again by a worker; now: "
-                  f"{delivery.status}. {delivery.outcome or ''}")
+            flash(_("Announcement #%(id)s is sent again by a worker; now: %(status)s. %(outcome)s",
+                    id=delivery_id, status=status_name(delivery.status), outcome=delivery.outcome or ""))
     return redirect(url_for("dashboard.announcements", slug=slug))

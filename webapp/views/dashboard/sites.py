@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from flask import abort, current_app, flash, redirect, render_template, request, url_for
+from flask_babel import format_number
 from flask_babel import gettext as _
 from flask_login import current_user
 from sqlalchemy import func, select
@@ -49,13 +50,15 @@ def _list_args() -> tuple[str, str, int]:
     the parameter and its rule for anything else."""
     text, sort = request.args.get("q", ""), request.args.get("sort", "name")
     if len(text) > site_list.MAX_SEARCH:
-        abort(400, f"q (the search) must be at most {site_list.MAX_SEARCH} characters; "
-                   f"this one has {len(text)}.")
+        abort(400, _("q (the search) must be at most %(most)s characters; this one has "
+                     "%(has)s.", most=site_list.MAX_SEARCH, has=len(text)))
     if sort not in site_list.SORTS:
-        abort(400, f"sort must be one of {', '.join(site_list.SORTS)}; not {sort[:40]!r}.")
+        abort(400, _("sort must be one of %(sorts)s; not %(given)s.",
+                     sorts=", ".join(site_list.SORTS), given=repr(sort[:40])))
     number = request.args.get("page", "1")
     if not (number.isascii() and number.isdigit() and 1 <= int(number) <= MAX_PAGE):
-        abort(400, f"page must be a whole number from 1 to {MAX_PAGE:,}; not {number[:40]!r}.")
+        abort(400, _("page must be a whole number from 1 to %(most)s; not %(given)s.",
+                     most=format_number(MAX_PAGE), given=repr(number[:40])))
     return text, sort, int(number)
 
 
@@ -94,7 +97,8 @@ def site_new():
             errors = {error.field: str(error) for error in each_error(exc)}
         else:
             session.commit()
-            flash(f"Created {site.name}." + (f" Note: {warning}" if warning else ""))
+            flash(_("Created %(site)s. Note: %(note)s", site=site.name, note=warning) if warning
+                  else _("Created %(site)s.", site=site.name))
             return redirect(url_for("dashboard.site", slug=site.slug))
     return render_template("dashboard/site_new.html", errors=errors, form=request.form), \
         422 if errors else 200
@@ -166,11 +170,11 @@ def site_settings_page(slug):
             status = 403 if isinstance(exc, NotAllowed) else 422
         else:
             session.commit()
-            flash("Saved." if changes else "Nothing changed.")
+            flash(_("Saved.") if changes else _("Nothing changed."))
             if warning:
-                flash(f"Note: {warning}")
+                flash(_("Note: %(note)s", note=warning))
             for blocked in _blocked_engines(site):
-                flash(f"Note: {blocked.title}. {blocked.detail}")
+                flash(_("Note: %(note)s", note=f"{blocked.title}. {blocked.detail}"))
             if site.exclude != rules_before:
                 _flash_excluded_stored(session, site)
             return redirect(url_for("dashboard.site_settings_page", slug=site.slug))
@@ -194,7 +198,7 @@ def site_delete(slug):
     site = load_site(slug)
     if request.method == "POST":
         if request.form.get("confirm") != site.slug:
-            flash(f"Type {site.slug} to confirm.")
+            flash(_("Type %(slug)s to confirm.", slug=site.slug))
             return redirect(url_for("dashboard.site_delete", slug=slug))
         session = get_session()
         try:
@@ -203,7 +207,7 @@ def site_delete(slug):
             flash(str(exc))
             return redirect(url_for("dashboard.site", slug=slug))
         session.commit()
-        flash(f"Deleted {site.name}.")
+        flash(_("Deleted %(site)s.", site=site.name))
         return redirect(url_for("dashboard.sites"))
     return render_template("dashboard/site_delete.html", site=site)
 
@@ -242,5 +246,5 @@ def site_rotate_key(slug):
     session = get_session()
     update_site(session, site, {"indexnow_key": "new"})
     session.commit()
-    flash("A new IndexNow key is in place and served now; the old one is no longer valid.")
+    flash(_("A new IndexNow key is in place and served now; the old one is no longer valid."))
     return redirect(url_for("dashboard.site_settings_page", slug=slug))

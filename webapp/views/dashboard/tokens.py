@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from flask import abort, flash, redirect, render_template, request, url_for
+from flask_babel import gettext as _
 from flask_login import current_user
 from sqlalchemy import select
 from werkzeug.datastructures import MultiDict
@@ -56,8 +57,9 @@ def token_revoke(token_id):
     session = get_session()
     token = session.get(ApiToken, token_id)
     if token is None or not (token.user_id == current_user.id or current_user.can("admin")):
-        abort(404, "There is no such token.")
+        abort(404, _("There is no such token."))
     revoke(token, utcnow())
     session.commit()
-    flash(f"Revoked token {token.prefix}... ({token.name}); requests with it are refused now.")
+    flash(_("Revoked token %(prefix)s… (%(name)s); requests with it are refused now.",
+            prefix=token.prefix, name=token.name))
     return redirect(url_for("dashboard.tokens"))

@@ -17,6 +17,9 @@ from flask import (
     request,
     url_for,
 )
+from flask_babel import format_number, ngettext
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 from sqlalchemy import select, tuple_
 
 from webapp import tasks
@@ -116,24 +119,26 @@ def url_add(slug):
                                errors=_by_field(exc), form=form), 422
     session.commit()
     for note in saved.notes:
-        flash(f"Note: {note}.")
+        flash(_("Note: %(note)s.", note=note))
     if saved.created:
-        flash(f"Added {saved.url.loc}.")
+        flash(_("Added %(url)s.", url=saved.url.loc))
         return redirect(url_for("dashboard.urls", slug=slug))
     # It was there already: its page shows every value it has now.
     if not saved.changes:
-        flash(f"{saved.url.loc} is already in this site with these values; nothing changed.")
+        flash(_("%(url)s is already in this site with these values; nothing changed.",
+                url=saved.url.loc))
     else:
-        flash(f"Updated {saved.url.loc}, which was already in this site.")
+        flash(_("Updated %(url)s, which was already in this site.", url=saved.url.loc))
         for name, (old, new) in saved.changes.items():
-            flash(f"{LABELS[name]} changed from {shown(name, old)} to {shown(name, new)}.")
+            flash(_("%(field)s changed from %(old)s to %(new)s.", field=LABELS[name],
+                    old=shown(name, old), new=shown(name, new)))
     if len(given) < len(FIELDS):
-        flash("The fields you left empty kept their stored values; change them here.")
+        flash(_("The fields you left empty kept their stored values; change them here."))
     return redirect(url_for("dashboard.url_edit", slug=slug, url_id=saved.url.id))
 
 
-LABELS = {"lastmod": "Last modified", "changefreq": "Change frequency", "priority": "Priority",
-          "images": "Images", "alternates": "Language versions"}
+LABELS = {"lastmod": _l("Last modified"), "changefreq": _l("Change frequency"),
+          "priority": _l("Priority"), "images": _l("Images"), "alternates": _l("Language versions")}
 
 
 def _by_field(exc: InvalidValue) -> dict[str, str]:
@@ -145,7 +150,7 @@ def _by_field(exc: InvalidValue) -> dict[str, str]:
 def _load_url(site, url_id: int) -> Url:
     url = get_session().get(Url, url_id)
     if url is None or url.site_id != site.id:
-        abort(404, "There is no such URL in this site.")
+        abort(404, _("There is no such URL in this site."))
     return url
 
 
@@ -171,8 +176,8 @@ def url_edit(slug, url_id):
         else:
             session.commit()
             for note in saved.notes:
-                flash(f"Note: {note}.")
-            flash(f"Saved {url.loc}.")
+                flash(_("Note: %(note)s.", note=note))
+            flash(_("Saved %(url)s.", url=url.loc))
             return redirect(url_for("dashboard.url_edit", slug=slug, url_id=url_id))
     return render_template(
         "dashboard/url_edit.html", site=site, url=url, errors=errors, form=form,
@@ -189,8 +194,9 @@ def urls_delete(slug):
     session = get_session()
     count = delete_urls(session, site, ids)
     session.commit()
-    flash(f"Deleted {count} URL{'s' if count != 1 else ''}; the next generation leaves "
-          "them out and announces the removal.")
+    flash(ngettext("Deleted %(count)s URL; the next generation leaves it out and announces "
+                   "the removal.", "Deleted %(count)s URLs; the next generation leaves them out "
+                   "and announces the removal.", count, count=format_number(count)))
     return redirect(url_for("dashboard.urls", slug=slug))
 
 
@@ -265,12 +271,12 @@ def _compressed_upload(upload, pasted: str) -> bytes:
             elif pasted.strip():
                 packed.write(pasted.encode("utf-8"))
             else:
-                raise ImportFormatError("choose a file, paste some URLs, or give a sitemap's "
-                                        "address")
+                raise ImportFormatError(_("choose a file, paste some URLs, or give a "
+                                          "sitemap's address"))
         if spool.tell() > MAX_PAYLOAD:
-            raise ImportFormatError(
-                f"the file is {spool.tell() >> 20} MB even compressed; the dashboard hands "
-                f"at most {MAX_PAYLOAD >> 20} MB to a worker: import it with `flask --app "
-                "webapp urls import SITE FILE` on the server")
+            raise ImportFormatError(_(
+                "the file is %(size)s MB even compressed; the dashboard hands at most "
+                "%(most)s MB to a worker: import it with `flask --app webapp urls import SITE "
+                "FILE` on the server", size=spool.tell() >> 20, most=MAX_PAYLOAD >> 20))
         spool.seek(0)
         return spool.read()

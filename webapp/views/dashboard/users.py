@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from flask import abort, flash, redirect, render_template, request, url_for
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 from flask_login import current_user
 from sqlalchemy import func, select
 
@@ -12,6 +14,7 @@ from webapp.models import User
 from webapp.users import ROLES, create_user, set_password
 from webapp.views.auth import require
 from webapp.views.dashboard import bp
+from webapp.views.dashboard.labels import role_name
 
 
 @bp.get("/users")
@@ -36,14 +39,14 @@ def user_create():
         return render_template("dashboard/users.html", accounts=accounts, roles=ROLES,
                                errors={exc.field: str(exc)}, form=form), 422
     session.commit()
-    flash(f"Created {user.email} ({user.role}).")
+    flash(_("Created %(email)s (%(role)s).", email=user.email, role=role_name(user.role)))
     return redirect(url_for("dashboard.users"))
 
 
 def _account(user_id: int) -> User:
     user = get_session().get(User, user_id)
     if user is None:
-        abort(404, "There is no such account.")
+        abort(404, _("There is no such account."))
     return user
 
 
@@ -61,18 +64,19 @@ def user_update(user_id):
     try:
         if role and role != user.role:
             if role not in ROLES:
-                raise InvalidValue("role", role, f"must be one of {', '.join(ROLES)}")
+                raise InvalidValue("role", role, _l("must be one of %(roles)s",
+                                                    roles=", ".join(ROLES)))
             if user.role == "admin" and not _admins_left(session, user):
-                raise InvalidValue("role", role, "the last admin cannot stop being one")
+                raise InvalidValue("role", role, _l("the last admin cannot stop being one"))
             user.role = role
         if password:
             set_password(session, user, password)
     except InvalidValue as exc:
         session.rollback()
-        flash(f"{user.email}: {exc}")
+        flash(_("%(email)s: %(error)s", email=user.email, error=exc))
     else:
         session.commit()
-        flash(f"Saved {user.email}.")
+        flash(_("Saved %(email)s.", email=user.email))
     return redirect(url_for("dashboard.users"))
 
 
@@ -82,11 +86,11 @@ def user_delete(user_id):
     session = get_session()
     user = _account(user_id)
     if user.id == current_user.id:
-        flash("You cannot delete your own account.")
+        flash(_("You cannot delete your own account."))
     elif user.role == "admin" and not _admins_left(session, user):
-        flash("The last admin cannot be deleted.")
+        flash(_("The last admin cannot be deleted."))
     else:
         session.delete(user)
         session.commit()
-        flash(f"Deleted {user.email}.")
+        flash(_("Deleted %(email)s.", email=user.email))
     return redirect(url_for("dashboard.users"))
