@@ -35,6 +35,7 @@ from webapp.sitemaps import (
     write_small_sites,
 )
 from webapp.urls import committed_change_seq
+from webapp.verify import publishing
 
 log = logging.getLogger(__name__)
 
@@ -233,8 +234,10 @@ def regenerate_now(site_id: int, app: Flask | None = None,
     if generation.status == "failed":
         raise RuntimeError(f"generation {generation.id} failed: {generation.error}")
     planned, _ = notify.notify_site(site_id, app)
+    left_out = publishing.describe(generation.left_out)
     return (f"generation {generation.id}: {generation.status}, {generation.url_count} URLs "
-            f"in {generation.file_count} files; {len(planned)} announcements planned")
+            f"in {generation.file_count} files{f' ({left_out})' if left_out else ''}; "
+            f"{len(planned)} announcements planned")
 
 
 def max_wait(site: Site) -> timedelta:

@@ -216,21 +216,33 @@ class _GuardedHTTPS(_Guarded, HTTPSConnection):
     pass
 
 
-class _GuardedHTTPPool(HTTPConnectionPool):
+class _Registering:
+    """A pool whose kept-alive connections, when reused, are put under the deadline of the
+    request that reuses them (a new one is, as it connects)."""
+
+    def _get_conn(self, timeout=None):
+        conn = super()._get_conn(timeout)
+        request = _current.get(None)
+        if request is not None and conn.sock is not None:
+            request.opened(conn.sock)
+        return conn
+
+
+class _GuardedHTTPPool(_Registering, HTTPConnectionPool):
     ConnectionCls = _GuardedHTTP
 
 
-class _GuardedHTTPSPool(HTTPSConnectionPool):
+class _GuardedHTTPSPool(_Registering, HTTPSConnectionPool):
     ConnectionCls = _GuardedHTTPS
 
 
-def _session() -> requests.Session:
+def _session(pool_size: int = 10) -> requests.Session:
     """A session whose every connection goes through the guard, with nothing from the
     environment (proxies, .netrc). Callers pass allow_redirects=False."""
     session = requests.Session()
     session.trust_env = False
     session.headers["User-Agent"] = USER_AGENT
-    adapter = HTTPAdapter(max_retries=0)
+    adapter = HTTPAdapter(max_retries=0, pool_connections=pool_size, pool_maxsize=pool_size)
     adapter.poolmanager.pool_classes_by_scheme = {"http": _GuardedHTTPPool,
                                                   "https": _GuardedHTTPSPool}
     for scheme in ("http://", "https://"):
@@ -409,3 +421,57 @@ def _generic_meaning(response: requests.Response) -> str:
     if 200 <= status < 300:
         return reason
     return f"{reason}: refused; sending the same request again will not help"
+
+
+@dataclass(frozen=True)
+class Page:
+    """An answer of any status, as a crawler sees it: redirects are answers too."""
+
+    url: str
+    status: int
+    headers: Mapping[str, str]  # case-insensitive
+    body: bytes
+
+
+class Crawler:
+    """Many requests to a site over kept-alive connections, each under the same rules as
+    `send` (allowed addresses, the policy's total deadline, no redirects followed, answers
+    capped at `max_bytes`); safe to share between threads. Close it when done."""
+
+    def __init__(self, policy: Policy, user_agent: str, max_bytes: int = 4 << 20,
+                 connections: int = 10):
+        self.policy, self.max_bytes = policy, max_bytes
+        self._session = _session(connections)
+        self._session.headers["User-Agent"] = user_agent
+
+    def request(self, method: str, url: str,
+                headers: Mapping[str, str] | None = None) -> Page:
+        """One request; OutboundError (no status) when no answer came within the deadline."""
+        if not is_http_url(url):
+            raise OutboundError(f"{url!r} is not an http:// or https:// URL without a user "
+                                "name or password", permanent=True)
+        seconds = self.policy.timeout
+        with _Request(self.policy, seconds) as request:
+            try:
+                with self._session.request(method, url, headers=headers, timeout=seconds,
+                                           allow_redirects=False, stream=True) as response:
+                    body = bytearray()
+                    if method != "HEAD":
+                        for chunk in response.iter_content(65536):
+                            body += chunk
+                            if len(body) >= self.max_bytes:
+                                break
+            except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
+                raise _failure(exc, request, url, seconds) from None
+            if request.expired:
+                raise _failure(TimeoutError(), request, url, seconds)
+        return Page(url, response.status_code, response.headers, bytes(body[:self.max_bytes]))
+
+    def close(self) -> None:
+        self._session.close()
+
+    def __enter__(self) -> Crawler:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

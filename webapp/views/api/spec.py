@@ -48,6 +48,17 @@ SETTINGS = {
     "schedule": {"type": "string", "description": "`every 30m`, `cron:0 3 * * *` or `off`"},
     "change_delay": {"type": "integer", "minimum": 0, "maximum": 86400},
     "timezone": STRING,
+    "lastmod_source": {"type": "string", "enum": ["given", "content", "newest"],
+                       "description": "where a published lastmod comes from: as given, when "
+                       "verification last saw the content change, or the newest of the two"},
+    "leave_out": {"type": "string", "description": "a comma list of broken, redirected, "
+                  "noindex, canonical: URLs whose last check found one are left out"},
+    "verify_schedule": {"type": "string",
+                        "description": "when to verify: `every 1d`, `cron:0 4 * * *` or `off`"},
+    "user_agent": {**nullable(STRING), "description": "the User-Agent verification sends; "
+                   "null or empty for the default"},
+    "verify_ignore": {**nullable(STRING), "description": "regular expressions, one a line, "
+                      "of page text that is no change"},
 }
 
 SCHEMAS = {

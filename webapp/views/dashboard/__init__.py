@@ -30,6 +30,8 @@ from webapp.views.dashboard import (  # noqa: E402  (routes attach themselves to
     tokens,
     urls,
     users,
+    verification,
 )
 
-__all__ = ["account", "bp", "history", "load_site", "sites", "tasks", "tokens", "urls", "users"]
+__all__ = ["account", "bp", "history", "load_site", "sites", "tasks", "tokens", "urls", "users",
+           "verification"]

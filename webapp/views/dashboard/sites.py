@@ -34,6 +34,8 @@ SECTIONS = {
                  "indexnow_endpoint"],
     "Search Console and pings": ["gsc_property", "gsc_credentials", "gsc_endpoint",
                                  "ping_urls"],
+    "Verification": ["lastmod_source", "leave_out", "verify_schedule", "user_agent",
+                     "verify_ignore"],
 }
 assert sorted(sum(SECTIONS.values(), [])) == sorted(SETTINGS)
 
