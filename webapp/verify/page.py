@@ -12,10 +12,12 @@ from urllib.parse import urldefrag, urljoin
 
 import lxml.html
 from lxml import etree
-from requests.utils import parse_header_links
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([a-zA-Z0-9_.:-]+)""", re.I)
+# One link of a Link header: <target>; param=value; ... (RFC 8288).
+_LINK = re.compile(r'<([^>]*)>((?:\s*;\s*[^;,]*)*)')
+_REL = re.compile(r'(?:^|;)\s*rel\s*=\s*"?([^";]*)"?', re.I)
 _REMOVED = ("script", "style", "noscript", "template")
 # Robots meta names that speak to the engines a sitemap is for.
 _ROBOTS_NAMES = {"robots", "googlebot", "bingbot"}
@@ -86,12 +88,11 @@ def canonical(url: str, headers: Mapping[str, str],
     """The canonical URL the page names (Link header first, then <link rel=canonical>),
     made absolute against the page's URL, without a fragment."""
     href = None
-    link = headers.get("Link")
-    if link:
-        for item in parse_header_links(link):
-            if "canonical" in (item.get("rel") or "").lower().split():
-                href = item.get("url")
-                break
+    for target, params in _LINK.findall(headers.get("Link") or ""):
+        rel = _REL.search(params)
+        if rel and "canonical" in rel.group(1).lower().split():
+            href = target.strip()
+            break
     if href is None and tree is not None:
         for element in tree.iter("link"):
             if "canonical" in (element.get("rel") or "").lower().split() and element.get("href"):

@@ -234,9 +234,10 @@ def _check_all(session: Session, site: Site, run: VerifyRun, crawler: Crawler, s
             done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
             for future in done:
                 finished.append((in_flight.pop(future), future.result()))
-            if len(finished) >= batch or (not in_flight and not queue and exhausted):
-                _write(session, site, run, finished, utcnow())
-                finished = []
+            while len(finished) >= batch or (finished and not in_flight and not queue
+                                              and exhausted):
+                _write(session, site, run, finished[:batch], utcnow())
+                finished = finished[batch:]
                 if progress:
                     progress(run.done, run.total)
     if finished:
