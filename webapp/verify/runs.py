@@ -14,7 +14,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from flask import Flask
@@ -121,10 +121,13 @@ def _before(row) -> Seen | None:
 
 
 def _upsert(session: Session, rows: list[dict]) -> None:
+    """Insert or replace checks by URL: one statement, executed for many rows."""
     dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
-    statement = dialect.insert(UrlCheck).values(rows)
-    columns = {name: statement.excluded[name] for name in rows[0] if name != "url_id"}
-    session.execute(statement.on_conflict_do_update(index_elements=["url_id"], set_=columns))
+    statement = dialect.insert(UrlCheck)
+    statement = statement.on_conflict_do_update(
+        index_elements=["url_id"],
+        set_={name: statement.excluded[name] for name in rows[0] if name != "url_id"})
+    session.connection().execute(statement, rows)
 
 
 def _write(session: Session, site: Site, run: VerifyRun, results: list, now: datetime) -> None:
@@ -142,7 +145,7 @@ def _write(session: Session, site: Site, run: VerifyRun, results: list, now: dat
         if (dated and changed_at != row.content_changed_at) or \
                 (seen.outcome in outs) != (before is not None and before.outcome in outs):
             changed.append(row.id)
-        values = asdict(seen)
+        values = {name: getattr(seen, name) for name in _SEEN_FIELDS}
         values.update(url_id=row.id, site_id=site.id, run_id=run.id, checked_at=now,
                       fingerprint=fingerprint, content_changed_at=changed_at,
                       given_lastmod=row.lastmod)
