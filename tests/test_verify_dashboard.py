@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from tests import website as test_website
 from tests.builders import served
-from tests.test_dashboard import as_role, session, sign_in, token  # noqa: F401 (fixtures)
+from tests.test_dashboard import as_role, session  # noqa: F401 (fixtures)
 from tests.test_verify import make_verified_site
 from webapp.models import Task
 from webapp.verify import verify_site
