@@ -363,3 +363,32 @@ def test_the_clock_queues_due_verifications_as_tasks(app, session, web):
     run = session.scalar(select(VerifyRun))
     assert run.status == "done" and run.counts == {"ok": 1}
     assert session.get(Site, site.id).verify_next_run_at > utcnow()
+
+
+def test_small_sites_generated_together_honour_verification_too(app, session, web):
+    from webapp.sitemaps import small_sites
+    dated = make_verified_site(session, web, pages=("", "changing"), lastmod_source="content")
+    verify_site(app, dated.id)
+    when = checks(session, dated)[""].content_changed_at.strftime("%Y-%m-%dT%H:%M:%S+00:00")
+    session.expire_all()
+    [run], others = small_sites.write_small_sites(session, [session.get(Site, dated.id)],
+                                                  utcnow())
+    assert others == [] and run.body.decode().count(f"<lastmod>{when}</lastmod>") == 2
+    leaving = make_site(session, "Leaving", f"{web.base}/site/",
+                        sitemap_url=f"{web.base}/site/leaving.xml")
+    for page in ("", "missing"):
+        save_url(session, leaving, f"{web.base}/site/{page}")
+    session.commit()
+    verify_site(app, leaving.id)
+    session.expire_all()
+    runs, others = small_sites.write_small_sites(session, [session.get(Site, leaving.id)],
+                                                 utcnow())
+    assert runs == [] and [site.id for site in others] == [leaving.id]  # generate_site counts
+
+
+def test_an_address_the_operator_does_not_allow_is_never_fetched(app, session, web):
+    site = make_verified_site(session, web, pages=("",))
+    app.config.update(OUTBOUND_ALLOW=())
+    summary = verify_site(app, site.id)
+    assert "OUTBOUND_ALLOW" in summary.note and summary.counts == {"blocked": 1}
+    assert web.paths() == []

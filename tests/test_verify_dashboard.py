@@ -91,3 +91,17 @@ def test_the_page_fits_a_phone_in_english_and_japanese(app, session, verified,  
                                 full_page=True)
                 context.close()
         browser.close()
+
+
+def test_the_page_warns_when_dates_move_while_pages_do_not(app, as_role, verified, session,
+                                                           web):  # noqa: F811
+    from webapp.urls import upsert_urls
+    upsert_urls(session, verified, [{"loc": f"{web.base}/site/changing",
+                                     "lastmod": "2026-08-01"}])
+    session.commit()
+    page = as_role("viewer").get(f"/sites/{verified.slug}/verification").text
+    assert "Dates that do not tell the truth" not in page
+    verify_site(app, verified.id)
+    page = as_role("viewer").get(f"/sites/{verified.slug}/verification").text
+    assert "Dates that do not tell the truth" in page
+    assert "while their content did not change: 1." in page
