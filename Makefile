@@ -76,6 +76,7 @@ bench: install
 	$(BIN)/python bench/dashboard.py --urls 1000000
 	$(BIN)/python bench/many_sites.py --profile 100 $(PG_BENCH)
 	$(BIN)/python bench/incremental.py --urls 1000000 $(PG_BENCH)
+	$(BIN)/python bench/verify.py --urls 10000 100000
 	$(BIN)/python bench/freshness.py --urls 1000000 $(PG_BENCH) $(if $(TEST_REDIS_URL),--redis $(TEST_REDIS_URL))
 	$(BIN)/python bench/load.py --urls 1000000 --seconds 20
 	$(if $(TEST_POSTGRESQL_URL),$(BIN)/python bench/load.py --urls 1000000 --seconds 20 $(PG_BENCH))

@@ -103,6 +103,9 @@ def app(database_url, tmp_path):
         "NOTIFY_RETRY_SECONDS": 60,
         # The fake engines and sites of the tests listen on the loopback address.
         "OUTBOUND_ALLOW": "127.0.0.1",
+        # Verification against the test website: a slow page is cut off soon, and no pause.
+        "VERIFY_TIMEOUT": 1,
+        "VERIFY_DELAY_MS": 0,
         # Work asked for runs where it is asked, at once; delayed work waits for the clock.
         # Tests of real workers and brokers make apps of their own (test_workers.py).
         "CELERY_BROKER_URL": "memory://",

@@ -145,7 +145,9 @@ def test_sites_show_lists_every_setting_by_slug_and_by_id(runner, shop):
                        "gsc_property": "", "gsc_credentials": "", "gsc_endpoint": "",
                        "ping_urls": "", "schedule": "every 6h", "change_delay": "60",
                        "timezone": "UTC", "exclude": "", "strip_params": "",
-                       "discover_mode": "review"}
+                       "discover_mode": "review", "lastmod_source": "given",
+                       "leave_out": "broken,noindex,canonical", "verify_schedule": "off",
+                       "user_agent": "", "verify_ignore": ""}
     assert re.fullmatch(r"[0-9a-f]{32}", by_slug["indexnow_key"])
     assert by_slug["id"].isdigit() and shown(runner, by_slug["id"]) == by_slug
     assert_fails_cleanly(runner.invoke(args=["sites", "show", "nope"]), "no site with slug or id")

@@ -9,7 +9,7 @@ import time
 import pytest
 from sqlalchemy import select
 
-from tests import website
+from tests import discover_website as website
 from tests.builders import make_site
 from webapp import discover
 from webapp.errors import InvalidValue

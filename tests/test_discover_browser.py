@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from tests import website
+from tests import discover_website as website
 from tests.builders import make_site, served
 from webapp.models import Url
 from webapp.users import create_user

@@ -220,6 +220,17 @@ def load(overrides: Mapping[str, object] | None = None, environ: Mapping[str, st
         # A discovery crawl's pause between two requests to a site (one request at a time).
         settings["DISCOVER_DELAY_MS"] = env_int("DISCOVER_DELAY_MS", 1000, minimum=0,
                                                 maximum=60_000, environ=environ)
+    # Verification of a site's URLs (webapp.verify): each request's total deadline, requests
+    # in flight at once per host, and the pause each of them makes before its next request.
+    if "VERIFY_TIMEOUT" not in overrides:
+        settings["VERIFY_TIMEOUT"] = env_int("VERIFY_TIMEOUT", 10, minimum=1, maximum=300,
+                                             environ=environ)
+    if "VERIFY_CONCURRENCY" not in overrides:
+        settings["VERIFY_CONCURRENCY"] = env_int("VERIFY_CONCURRENCY", 4, minimum=1,
+                                                 maximum=64, environ=environ)
+    if "VERIFY_DELAY_MS" not in overrides:
+        settings["VERIFY_DELAY_MS"] = env_int("VERIFY_DELAY_MS", 250, minimum=0,
+                                              maximum=60_000, environ=environ)
     if "PORT" not in overrides:
         settings["PORT"] = env_int("PORT", 5000, minimum=1, maximum=65535, environ=environ)
     settings.update(overrides)

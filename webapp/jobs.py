@@ -36,6 +36,7 @@ from webapp.sitemaps import (
     write_small_sites,
 )
 from webapp.urls import committed_change_seq
+from webapp.verify import publishing
 
 log = logging.getLogger(__name__)
 
@@ -234,13 +235,17 @@ def regenerate_now(site_id: int, app: Flask | None = None,
     if generation.status == "failed":
         raise RuntimeError(f"generation {generation.id} failed: {generation.error}")
     planned, _ = notify.notify_site(site_id, app)
-    return said_plural(
+    said_line = [said_plural(
         "generation %(id)s: %(status)s, %(urls)s in %(num)s file; %(announcements)s.",
         "generation %(id)s: %(status)s, %(urls)s in %(num)s files; %(announcements)s.",
         generation.file_count, id=generation.id, status=said(generation.status),
         urls=said_plural("%(num)s URL", "%(num)s URLs", generation.url_count),
         announcements=said_plural("%(num)s announcement planned",
-                                  "%(num)s announcements planned", len(planned)))
+                                  "%(num)s announcements planned", len(planned)))]
+    if generation.left_out:
+        said_line.append(said(" Left out of the sitemap by verification: %(counts)s.",
+                              counts=publishing.describe_counts(generation.left_out)))
+    return said_line
 
 
 def max_wait(site: Site) -> timedelta:

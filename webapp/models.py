@@ -116,6 +116,18 @@ class Site(Timestamps, Base):
     # ignore) or "add" (added at once).
     discover_mode: Mapped[str] = mapped_column(String(8), default="review",
                                                server_default="review")
+    # Verification (webapp.verify): where a published lastmod comes from (given, content,
+    # newest), which outcomes of a URL's last check leave it out of the sitemap (a comma
+    # list), when to verify (`schedule`'s syntax) and next, the User-Agent the checks send
+    # (None: the default) and patterns of text that do not count as a change (one a line).
+    lastmod_source: Mapped[str] = mapped_column(String(8), default="given",
+                                                server_default="given")
+    leave_out: Mapped[str] = mapped_column(String(64), default="broken,noindex,canonical",
+                                           server_default="broken,noindex,canonical")
+    verify_schedule: Mapped[str] = mapped_column(String(64), default="off", server_default="off")
+    verify_next_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    user_agent: Mapped[str | None] = mapped_column(String(300))
+    verify_ignore: Mapped[str | None] = mapped_column(Text)
 
     urls: Mapped[list[Url]] = relationship(back_populates="site", passive_deletes=True)
     generations: Mapped[list[Generation]] = relationship(back_populates="site", passive_deletes=True)
@@ -222,6 +234,8 @@ class Generation(Base):
     # A digest of everything besides the URLs that shapes the files (header, defaults, limits,
     # names): a later run may reuse this run's files only while it is the same.
     layout: Mapped[str | None] = mapped_column(String(64))
+    # Live URLs this run left out of the files by their last check, by outcome ({"broken": 3}).
+    left_out: Mapped[dict | None] = mapped_column(JSON)
 
     site: Mapped[Site] = relationship(back_populates="generations")
     files: Mapped[list[GenerationFile]] = relationship(
@@ -513,3 +527,58 @@ class Discovery(Base):
 
     def __repr__(self) -> str:
         return f"<Discovery {self.id} {self.loc!r} {self.state}>"
+class UrlCheck(Base):
+    """What the last verification of a URL found on the live site (webapp.verify)."""
+
+    __tablename__ = "url_checks"
+    __table_args__ = (Index("ix_url_checks_site_id_outcome", "site_id", "outcome"),)
+
+    url_id: Mapped[int] = mapped_column(ForeignKey("urls.id", ondelete="CASCADE"),
+                                        primary_key=True)
+    site_id: Mapped[int] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"))
+    run_id: Mapped[int | None] = mapped_column(Integer)  # the run that checked it last
+    checked_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # ok, broken, redirected, noindex, canonical (elsewhere), unreachable, or blocked
+    # (robots.txt disallows the check).
+    outcome: Mapped[str] = mapped_column(String(12))
+    status: Mapped[int | None] = mapped_column(Integer)
+    final_url: Mapped[str | None] = mapped_column(String(URL_LENGTH))
+    noindex: Mapped[bool] = mapped_column(Boolean, default=False)
+    canonical: Mapped[str | None] = mapped_column(String(URL_LENGTH))
+    content_type: Mapped[str | None] = mapped_column(String(200))
+    etag: Mapped[str | None] = mapped_column(String(300))
+    last_modified: Mapped[str | None] = mapped_column(String(64))
+    fingerprint: Mapped[str | None] = mapped_column(String(64))
+    # When the fingerprint last changed; the first check's time when verification began.
+    content_changed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    error: Mapped[str | None] = mapped_column(Text)  # why it was unreachable
+    # The URL's given lastmod when it was checked: a date that moves while the fingerprint
+    # stays is a date that does not tell the truth.
+    given_lastmod: Mapped[str | None] = mapped_column(String(25))
+
+    def __repr__(self) -> str:
+        return f"<UrlCheck url={self.url_id} {self.outcome}>"
+
+
+class VerifyRun(Base):
+    """One verification of a site's URLs: a run that stopped is continued by the next."""
+
+    __tablename__ = "verify_runs"
+    __table_args__ = (Index("ix_verify_runs_site_id_id", "site_id", "id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    site_id: Mapped[int] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(String(16), default="running")  # done, failed
+    owner: Mapped[str | None] = mapped_column(String(160))  # host:pid running it
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    total: Mapped[int] = mapped_column(Integer, default=0)
+    done: Mapped[int] = mapped_column(Integer, default=0)
+    counts: Mapped[dict | None] = mapped_column(JSON)  # outcomes of the run's checks
+    # URLs whose given lastmod moved since their last check while their content did not.
+    dates_moved: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    error: Mapped[str | None] = mapped_column(Text)
+
+    def __repr__(self) -> str:
+        return f"<VerifyRun {self.id} site={self.site_id} {self.status}>"

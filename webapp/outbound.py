@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import contextvars
 import email.utils
+import heapq
 import ipaddress
+import itertools
 import socket
 import threading
 import time
@@ -125,16 +127,19 @@ _current: contextvars.ContextVar[_Request] = contextvars.ContextVar("outbound_re
 
 class _Request:
     """One request in flight: its policy, the sockets it opened, and the watch on its deadline
-    that shuts them when the time is up (a blocked read then returns at once)."""
+    that shuts them when the time is up (a blocked read then returns at once). The watch is a
+    timer thread of its own, or a `_Watchdog` shared by many requests."""
 
-    def __init__(self, policy: Policy, seconds: float):
+    def __init__(self, policy: Policy, seconds: float, watchdog: _Watchdog | None = None):
         self.policy, self.ends = policy, time.monotonic() + seconds
         self.refused: str | None = None
-        self.expired = False
+        self.expired = self.finished = False
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
-        self._timer = threading.Timer(seconds, self._expire)
-        self._timer.daemon = True
+        self._watchdog = watchdog
+        self._timer = None if watchdog else threading.Timer(seconds, self._expire)
+        if self._timer:
+            self._timer.daemon = True
 
     def remaining(self) -> float:
         return max(0.0, self.ends - time.monotonic())
@@ -147,18 +152,61 @@ class _Request:
 
     def _expire(self) -> None:
         with self._lock:
+            if self.finished:
+                return
             self.expired = True
             for sock in self._sockets:
                 _shut(sock)
 
     def __enter__(self) -> _Request:
         self._token = _current.set(self)
-        self._timer.start()
+        if self._timer:
+            self._timer.start()
+        else:
+            self._watchdog.watch(self)
         return self
 
     def __exit__(self, *exc) -> None:
-        self._timer.cancel()
+        with self._lock:
+            self.finished = True
+        if self._timer:
+            self._timer.cancel()
         _current.reset(self._token)
+
+
+class _Watchdog:
+    """One thread that shuts the sockets of requests past their deadline: for a crawler, whose
+    hundreds of requests a second would otherwise start as many timer threads."""
+
+    def __init__(self):
+        self._heap: list[tuple[float, int, _Request]] = []
+        self._order = itertools.count()
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+
+    def watch(self, request: _Request) -> None:
+        with self._wake:
+            heapq.heappush(self._heap, (request.ends, next(self._order), request))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, daemon=True,
+                                                name="outbound-watchdog")
+                self._thread.start()
+            elif len(self._heap) == 1:
+                self._wake.notify()
+
+    def _run(self) -> None:
+        with self._wake:
+            while not self._stopped:
+                now = time.monotonic()
+                while self._heap and self._heap[0][0] <= now:
+                    heapq.heappop(self._heap)[2]._expire()  # a finished one ignores it
+                self._wake.wait(self._heap[0][0] - now if self._heap else None)
+
+    def stop(self) -> None:
+        with self._wake:
+            self._stopped = True
+            self._wake.notify()
 
 
 def _shut(sock: socket.socket) -> None:
@@ -216,21 +264,33 @@ class _GuardedHTTPS(_Guarded, HTTPSConnection):
     pass
 
 
-class _GuardedHTTPPool(HTTPConnectionPool):
+class _Registering:
+    """A pool whose kept-alive connections, when reused, are put under the deadline of the
+    request that reuses them (a new one is, as it connects)."""
+
+    def _get_conn(self, timeout=None):
+        conn = super()._get_conn(timeout)
+        request = _current.get(None)
+        if request is not None and conn.sock is not None:
+            request.opened(conn.sock)
+        return conn
+
+
+class _GuardedHTTPPool(_Registering, HTTPConnectionPool):
     ConnectionCls = _GuardedHTTP
 
 
-class _GuardedHTTPSPool(HTTPSConnectionPool):
+class _GuardedHTTPSPool(_Registering, HTTPSConnectionPool):
     ConnectionCls = _GuardedHTTPS
 
 
-def _session() -> requests.Session:
+def _session(pool_size: int = 10) -> requests.Session:
     """A session whose every connection goes through the guard, with nothing from the
     environment (proxies, .netrc). Callers pass allow_redirects=False."""
     session = requests.Session()
     session.trust_env = False
     session.headers["User-Agent"] = USER_AGENT
-    adapter = HTTPAdapter(max_retries=0)
+    adapter = HTTPAdapter(max_retries=0, pool_connections=pool_size, pool_maxsize=pool_size)
     adapter.poolmanager.pool_classes_by_scheme = {"http": _GuardedHTTPPool,
                                                   "https": _GuardedHTTPSPool}
     for scheme in ("http://", "https://"):
@@ -341,7 +401,7 @@ def token_transport(policy: Policy) -> google.auth.transport.requests.Request:
 
 def _timed_out(exc: requests.RequestException) -> bool:
     # A timeout while reading the body arrives as a ConnectionError wrapping urllib3's error.
-    return isinstance(exc, requests.Timeout) or any(
+    return isinstance(exc, (requests.Timeout, urllib3.exceptions.TimeoutError)) or any(
         isinstance(arg, urllib3.exceptions.TimeoutError) for arg in exc.args)
 
 
@@ -413,8 +473,9 @@ def _generic_meaning(response: requests.Response) -> str:
 
 @dataclass(frozen=True)
 class Page:
-    """A page as a crawler sees it: the status, the headers, and at most the first bytes of the
-    body (`truncated` when there was more)."""
+    """A page as a crawler sees it, whatever its status (redirects are answers too): the
+    headers (names looked up in lower case) and at most the first bytes of the body
+    (`truncated` when there was more)."""
 
     url: str
     status: int
@@ -456,3 +517,57 @@ def get_page(url: str, policy: Policy, *, max_bytes: int = MAX_BODY,
     return Page(url, response.status_code,
                 {name.lower(): value for name, value in response.headers.items()},
                 bytes(data[:max_bytes]), truncated)
+class Crawler:
+    """Many requests to a site over kept-alive connections, each under the same rules as
+    `send` (allowed addresses, the policy's total deadline, no redirects followed, answers
+    capped at `max_bytes`); safe to share between threads. Close it when done.
+
+    urllib3 without requests on top: a verification run makes hundreds of requests a second,
+    and requests' own work per request cost more than the answer."""
+
+    def __init__(self, policy: Policy, user_agent: str, max_bytes: int = 4 << 20,
+                 connections: int = 10):
+        self.policy, self.max_bytes = policy, max_bytes
+        self._pools = urllib3.PoolManager(
+            num_pools=8, maxsize=connections, retries=False,
+            headers={"User-Agent": user_agent, "Accept-Encoding": "gzip, deflate",
+                     "Accept": "*/*"})
+        self._pools.pool_classes_by_scheme = {"http": _GuardedHTTPPool,
+                                              "https": _GuardedHTTPSPool}
+        self._watchdog = _Watchdog()
+
+    def request(self, method: str, url: str,
+                headers: Mapping[str, str] | None = None) -> Page:
+        """One request; OutboundError (no status) when no answer came within the deadline."""
+        if not is_http_url(url):
+            raise OutboundError(f"{url!r} is not an http:// or https:// URL without a user "
+                                "name or password", permanent=True)
+        seconds = self.policy.timeout
+        with _Request(self.policy, seconds, self._watchdog) as request:
+            try:
+                response = self._pools.request(
+                    method, url, headers={**self._pools.headers, **(headers or {})},
+                    redirect=False, retries=False, preload_content=False,
+                    timeout=urllib3.Timeout(connect=seconds, read=seconds))
+                try:
+                    body = b"" if method == "HEAD" else response.read(self.max_bytes)
+                finally:
+                    if len(body) >= self.max_bytes:
+                        response.close()  # the rest is not wanted: drop the connection
+                    else:
+                        response.release_conn()
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                raise _failure(exc, request, url, seconds) from None
+            if request.expired:
+                raise _failure(TimeoutError(), request, url, seconds)
+        return Page(url, response.status, response.headers, body)
+
+    def close(self) -> None:
+        self._pools.clear()
+        self._watchdog.stop()
+
+    def __enter__(self) -> Crawler:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -36,6 +36,7 @@ from webapp.protocol import (
 from webapp.scheduler import DEFAULT_SCHEDULE, check_schedule, check_timezone, next_run
 from webapp.sitemaps import SitemapStore
 from webapp.urls import parse_exclude, parse_strip_params, show_exclude
+from webapp.verify import settings as verification
 
 _SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 
@@ -182,6 +183,7 @@ SETTINGS: dict[str, tuple[Callable[[str], object], Callable[[object], str]]] = {
     "exclude": (parse_exclude, show_exclude),
     "strip_params": (parse_strip_params, _optional),
     "discover_mode": (_check_choice("discover_mode", ("review", "add")), str),
+    **verification.SETTINGS,
 }
 
 
@@ -264,6 +266,10 @@ def update_site(session: Session, site: Site, changes: Mapping[str, str],
     if {"schedule", "timezone"} & set(values) or site.id is None:
         values["next_run_at"] = next_run(values.get("schedule", site.schedule or DEFAULT_SCHEDULE),
                                          values.get("timezone", site.timezone or "UTC"), utcnow())
+    if {"verify_schedule", "timezone"} & set(values) or site.id is None:
+        values["verify_next_run_at"] = next_run(
+            values.get("verify_schedule", site.verify_schedule or "off"),
+            values.get("timezone", site.timezone or "UTC"), utcnow())
     for name, value in values.items():
         setattr(site, name, value)
     return warning if {"base_url", "sitemap_url"} & set(changes) else None
@@ -303,7 +309,8 @@ def create_site(session: Session, name: str, base_url: str, sitemap_url: str | N
                 base_url=base, sitemap_url=base and base + "sitemap.xml",
                 encoding=encoding or "utf-8", max_urls_per_file=MAX_URLS_PER_FILE,
                 stylesheet=True, indexnow_key=new_indexnow_key(), schedule=DEFAULT_SCHEDULE,
-                timezone="UTC", change_delay=60)
+                timezone="UTC", change_delay=60, lastmod_source="given",
+                leave_out=verification.DEFAULT_LEAVE_OUT, verify_schedule="off")
     changes = {**(settings or {})}
     if sitemap_url or base:
         changes["sitemap_url"] = sitemap_url or base + "sitemap.xml"

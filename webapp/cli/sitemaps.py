@@ -15,6 +15,7 @@ from webapp.db import session_scope
 from webapp.models import Generation, Site
 from webapp.sitemaps import PublishedSet, diff, get_store
 from webapp.sites import find_site
+from webapp.verify import publishing
 
 group = AppGroup("sitemaps", help="Generate and export sitemap files, and look back at them.")
 
@@ -27,6 +28,9 @@ def _generate(site_id: int, slug: str, announce: bool) -> bool:
     files = "1 file" if generation.file_count == 1 else f"{generation.file_count} files"
     click.echo(f"{slug}: {files}, {generation.url_count} URLs, "
                f"{generation.bytes} bytes ({generation.status}, generation {generation.id})")
+    if generation.left_out:  # by verification; the URLs are listed on the Verification page
+        click.echo(f"{slug}: {publishing.describe(generation.left_out)} (`flask --app webapp "
+                   f"verify {slug}` checks them again)")
     if announce and generation.status in ("succeeded", "unchanged"):
         planned, attempted = notify.notify_site(site_id)
         if planned or attempted:
@@ -91,6 +95,8 @@ def sitemaps_history(site_ref, limit):
                     "kept" if g.id in stored else "-")
             note = f"\trollback of {g.rollback_of}" if g.rollback_of else ""
             error = f"\t{g.error}" if g.error else ""
+            if g.left_out:
+                note += f"\t{publishing.describe(g.left_out)}"
             click.echo(f"{g.id}\t{g.status}\t{g.started_at:%Y-%m-%d %H:%M:%S}\t{seconds}\t"
                        f"{g.url_count}\t{g.file_count}\t{g.bytes}\t{kept}{note}{error}")
 

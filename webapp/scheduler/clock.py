@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 from webapp import jobs, leases, notify, tasks
 from webapp.db import new_session
 from webapp.models import Generation, Site, utcnow
+from webapp.verify import schedule
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,11 @@ def enqueue_due_sites(app: Flask, now: datetime | None = None) -> list[int]:
     if queued:
         log.info("queued %d due sites", len(queued))
     return queued
+
+
+def enqueue_due_verifications(app: Flask) -> list[int]:
+    """The tick: record and queue a verification of every site whose verify_schedule is due."""
+    return schedule.queue_due_verifications(app, utcnow())
 
 
 def deliver_due(app: Flask) -> None:
@@ -103,6 +109,8 @@ def add_jobs(scheduler: BaseScheduler, app: Flask) -> None:
                       id="queue-due-sites", **options)
     scheduler.add_job(_database_may_fail(enqueue_delivery), tick, args=[app],
                       id="queue-due-announcements", **options)
+    scheduler.add_job(_database_may_fail(enqueue_due_verifications), tick, args=[app],
+                      id="queue-due-verifications", **options)
 
 
 @dataclass(frozen=True)

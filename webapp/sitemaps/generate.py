@@ -31,6 +31,7 @@ from webapp.sitemaps.build import (
 )
 from webapp.sitemaps.publish import Entry, SitemapStore, same_as_published
 from webapp.sitemaps.rows import counted, live_count, url_entries, uses
+from webapp.verify import publishing
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,8 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
         if len(files) == 1:
             _rename(folder, files[0], entry_name(site))
         generation.layout = layout
+        generation.left_out = publishing.left_out_counts(
+            session, [site.id], {site.id: site}).get(site.id)
         return _finish(session, site, generation, store, folder, files,
                        stylesheet_entry(stylesheet) if stylesheet else None, limits, now,
                        before_publish)

@@ -35,6 +35,10 @@ def layout(site: Site, header: str, limits: Limits, entry: str) -> str:
     """The digest of everything besides the URLs that shapes a set's files."""
     shape = [header, site.default_changefreq, site.default_priority, limits.max_urls,
              limits.max_bytes, site.sitemap_url, entry]
+    if site.lastmod_source != "given" or site.leave_out != "broken,noindex,canonical":
+        # Verification's settings choose entries and dates: another choice, another layout
+        # (left out of the digest at their defaults, so existing sets stay reusable).
+        shape += [site.lastmod_source, site.leave_out]
     return hashlib.sha256(json.dumps(shape).encode()).hexdigest()
 
 

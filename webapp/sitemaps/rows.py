@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterator
 from sqlalchemy import Connection, exists, func, select
 from sqlalchemy.orm import Session
 
-from webapp.models import Site, Url, UrlAlternate, UrlImage
+from webapp.models import Site, Url, UrlAlternate, UrlCheck, UrlImage
 from webapp.sitemaps.build import alternate_fragment, image_fragment, url_fragment
+from webapp.verify import publishing
 
 STREAM_OPTIONS = {"stream_results": True, "yield_per": 10_000}
 
@@ -65,9 +66,13 @@ def url_entries(connection: Connection, site: Site, images: bool = False,
     """(url id, `<url>` fragment) for every live URL of the site (with an id in
     (after_id, upto_id] when given), in id order."""
     default_changefreq, default_priority = site.default_changefreq, site.default_priority
+    lastmod_of = publishing.lastmod_of(site.lastmod_source)
+    # Each URL with its last check: what verification found leaves some out, and may date it.
     rows = connection.execute(
-        select(Url.id, Url.loc, Url.lastmod, Url.changefreq, Url.priority)
-        .where(*live_urls(site.id, after_id, upto_id)).order_by(Url.id),
+        select(Url.id, Url.loc, Url.lastmod, Url.changefreq, Url.priority,
+               UrlCheck.content_changed_at)
+        .outerjoin(UrlCheck, UrlCheck.url_id == Url.id)
+        .where(*live_urls(site.id, after_id, upto_id), publishing.kept(site)).order_by(Url.id),
         execution_options=STREAM_OPTIONS)
     results = [rows]
     # Closed however the reading ends: a streamed result is a server-side cursor on
@@ -75,8 +80,9 @@ def url_entries(connection: Connection, site: Site, images: bool = False,
     try:
         extensions_of = _merge(_extension_streams(connection, site.id, images, alternates,
                                                   (after_id, upto_id), results))
-        for url_id, loc, lastmod, changefreq, priority in rows:
-            yield url_id, url_fragment(loc, lastmod, changefreq or default_changefreq,
+        for url_id, loc, lastmod, changefreq, priority, content_changed_at in rows:
+            yield url_id, url_fragment(loc, lastmod_of(lastmod, content_changed_at),
+                                       changefreq or default_changefreq,
                                        default_priority if priority is None else priority,
                                        extensions_of(url_id))
     finally:

@@ -28,7 +28,16 @@ from typing import NamedTuple
 from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
-from webapp.models import Generation, GenerationFile, Site, StoredFile, Url, UrlAlternate, UrlImage
+from webapp.models import (
+    Generation,
+    GenerationFile,
+    Site,
+    StoredFile,
+    Url,
+    UrlAlternate,
+    UrlCheck,
+    UrlImage,
+)
 from webapp.protocol import normalize_lastmod
 from webapp.sitemaps import incremental
 from webapp.sitemaps.build import (
@@ -50,6 +59,7 @@ from webapp.sitemaps.generate import (
     stylesheet_entry,
 )
 from webapp.sitemaps.publish import Entry, NewSet, SitemapStore, same_stylesheet
+from webapp.verify import publishing
 
 # A site of at most this many live URLs is generated in a batch (when they fit in one file).
 SMALL_SITE = 1_000
@@ -182,18 +192,25 @@ def _url_fragments(session: Session, sites: Sequence[Site]) -> dict[int, SiteUrl
         alternate_sites.add(site_id)
     extended = bool(images or alternates)
     rows = connection.execute(
-        select(Url.site_id, Url.id, Url.loc, Url.lastmod, Url.changefreq, Url.priority)
+        select(Url.site_id, Url.id, Url.loc, Url.lastmod, Url.changefreq, Url.priority,
+               UrlCheck.outcome, UrlCheck.content_changed_at)
+        .outerjoin(UrlCheck, UrlCheck.url_id == Url.id)
         .where(*live).order_by(Url.site_id, Url.id)).all()
     found: dict[int, SiteUrls] = {}
     for site_id, group in itertools.groupby(rows, key=itemgetter(0)):
         site = by_id[site_id]
         changefreq_default, priority_default = site.default_changefreq, site.default_priority
-        urls = list(group)
+        leave_out, lastmod_of = publishing.left_out_of(site), \
+            publishing.lastmod_of(site.lastmod_source)
+        every = list(group)
+        urls = [row for row in every if row[6] not in leave_out]
+        if len(urls) < len(every):
+            continue  # some left out: generate_site writes it and records what it keeps out
         found[site_id] = SiteUrls([url_fragment(
-            loc, lastmod, changefreq or changefreq_default,
+            loc, lastmod_of(lastmod, changed_at), changefreq or changefreq_default,
             priority_default if priority is None else priority,
             images.get(url_id, "") + alternates.get(url_id, "") if extended else "")
-            for _, url_id, loc, lastmod, changefreq, priority in urls],
+            for _, url_id, loc, lastmod, changefreq, priority, _, changed_at in urls],
             site_id in image_sites, site_id in alternate_sites, urls[0][1], urls[-1][1])
     return found
 

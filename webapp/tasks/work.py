@@ -20,6 +20,7 @@ from pathlib import Path
 from flask import Flask, current_app
 
 from webapp import discover, jobs, notify
+from webapp import verify as verification
 from webapp.db import new_session, session_scope
 from webapp.errors import InvalidValue, NotFound
 from webapp.leases import SiteBusy
@@ -33,7 +34,8 @@ log = logging.getLogger(__name__)
 
 # What the work raises for input it refuses or a site that is busy: said to the person, and
 # logged in one line at INFO, as any other expected answer (a bad upload is not a fault).
-EXPECTED = (InvalidValue, NotFound, ImportFormatError, SiteBusy, OutboundError)
+EXPECTED = (InvalidValue, NotFound, ImportFormatError, SiteBusy, OutboundError,
+            verification.VerifyBusy)
 
 
 def _app() -> Flask:
@@ -178,10 +180,16 @@ def discover_task(task_id: str, site_id: int, max_pages: int, max_depth: int,
     _recorded(task_id, work)
 
 
+def verify_now(task_id: str, site_id: int) -> None:
+    """Verify a site's URLs (continuing its unfinished run, if any), with progress."""
+    app = _app()
+    _recorded(task_id, lambda progress: verification.verify_site(app, site_id, progress).line())
+
+
 # The tasks by name: what the web asks for (by `kind` of its record) and what the clock and
 # changes enqueue.
 TASKS = {"regenerate_due": regenerate_due, "deliver": deliver, "regenerate_now": regenerate_now,
          "notify_now": notify_now, "preflight": preflight, "import_urls": import_urls_task,
-         "discover": discover_task}
+         "discover": discover_task, "verify_now": verify_now}
 KINDS = {"regenerate": "regenerate_now", "notify": "notify_now", "import": "import_urls",
-         "pre-flight check": "preflight", "discover": "discover"}
+         "pre-flight check": "preflight", "discover": "discover", "verify": "verify_now"}

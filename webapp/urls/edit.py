@@ -21,6 +21,7 @@ from webapp.protocol import (
 )
 from webapp.urls.changes import count_live, next_change_seq
 from webapp.urls.exclusions import Excluded, Rules
+from webapp.verify.publishing import counts_as_change
 
 
 def scope_of(site: Site) -> Scope:
@@ -155,8 +156,15 @@ def save_url(session: Session, site: Site, loc: str, fields: dict[str, str | Non
 def write_url(session: Session, site: Site, checked: CheckedUrl) -> Saved:
     """Store a checked URL; what it changed."""
     url = session.scalar(select(Url).where(Url.site_id == site.id, Url.loc == checked.loc))
-    if url is not None and url.deleted_at is None and _content(url) == _content_after(url, checked):
-        return Saved(url, False, notes=checked.notes)
+    if url is not None and url.deleted_at is None:
+        differing = {name: (old, new) for name, old, new
+                     in zip(CONTENT, _content(url), _content_after(url, checked)) if old != new}
+        if not differing:
+            return Saved(url, False, notes=checked.notes)
+        if not counts_as_change(site, differing):  # stored; what is published stays
+            url.lastmod = checked.values["lastmod"]
+            session.flush()
+            return Saved(url, False, differing, checked.notes)
     # Every writer locks the site's row (its change number) before it writes URL rows, so two
     # writers cannot deadlock; what was read before the lock is read again after it (another
     # writer may have added this very loc meanwhile).

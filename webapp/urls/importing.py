@@ -31,6 +31,7 @@ from webapp.said import Line, english, said, said_plural, verbatim
 from webapp.models import Site, Url
 from webapp.protocol import FIELD_RULES
 from webapp.urls.changes import count_live, hold_site, next_change_seq
+from webapp.verify.publishing import counts_as_change
 from webapp.urls.children import Children, write_children
 from webapp.urls.csv_rows import CSV_COLUMNS, EXTENSION_COLUMNS, validate_text
 from webapp.urls.csv_rows import FIELDS as COLUMNS  # the columns a URL's own row stores
@@ -359,6 +360,10 @@ def write_batch(session: Session, site: Site, columns: tuple[str, ...],
         elif row.deleted_at is not None:
             updates.append({"id": row.id, "deleted_at": None, "change_seq": seq(), **given})
             report.added += 1
+        elif changed and not counts_as_change(site, changed):
+            # Stored, but what is published does not move (a date the site does not publish).
+            updates.append({"id": row.id, "deleted_at": None, **changed})
+            report.updated += 1
         elif changed:
             updates.append({"id": row.id, "deleted_at": None, "change_seq": seq(), **changed})
             report.updated += 1

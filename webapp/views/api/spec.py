@@ -54,6 +54,17 @@ SETTINGS = {
     "strip_params": {**nullable(STRING), "description": "query parameters to remove from "
                      "every URL, a comma list of globs (utm_*,gclid)"},
     "discover_mode": {"type": "string", "enum": ["review", "add"]},
+    "lastmod_source": {"type": "string", "enum": ["given", "content", "newest"],
+                       "description": "where a published lastmod comes from: as given, when "
+                       "verification last saw the content change, or the newest of the two"},
+    "leave_out": {"type": "string", "description": "a comma list of broken, redirected, "
+                  "noindex, canonical: URLs whose last check found one are left out"},
+    "verify_schedule": {"type": "string",
+                        "description": "when to verify: `every 1d`, `cron:0 4 * * *` or `off`"},
+    "user_agent": {**nullable(STRING), "description": "the User-Agent verification sends; "
+                   "null or empty for the default"},
+    "verify_ignore": {**nullable(STRING), "description": "regular expressions, one a line, "
+                      "of page text that is no change"},
 }
 
 SCHEMAS = {

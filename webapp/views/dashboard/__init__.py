@@ -33,7 +33,8 @@ from webapp.views.dashboard import (  # noqa: E402  (routes attach themselves to
     tokens,
     urls,
     users,
+    verification,
 )
 
 __all__ = ["account", "bp", "discover", "history", "labels", "load_site", "sites", "tasks",
-           "tokens", "urls", "users"]
+           "tokens", "urls", "users", "verification"]

@@ -18,7 +18,8 @@ STATUSES = {
     "failing": _l("failing"),
 }
 TASK_KINDS = {"regenerate": _l("Regenerate"), "notify": _l("Announce"), "import": _l("Import"),
-              "pre-flight check": _l("Pre-flight check")}
+              "pre-flight check": _l("Pre-flight check"), "discover": _l("Discovery crawl"),
+              "verify": _l("Verification")}
 
 
 def _named(names: dict, value) -> str:

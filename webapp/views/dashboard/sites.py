@@ -37,6 +37,8 @@ SECTIONS = {
     "Search Console and pings": ["gsc_property", "gsc_credentials", "gsc_endpoint",
                                  "ping_urls"],
     "Exclusions and discovery": ["exclude", "strip_params", "discover_mode"],
+    "Verification": ["lastmod_source", "leave_out", "verify_schedule", "user_agent",
+                     "verify_ignore"],
 }
 assert sorted(sum(SECTIONS.values(), [])) == sorted(SETTINGS)
 

@@ -40,6 +40,7 @@ from webapp.urls import (
     starting_with,
     write_url,
 )
+from webapp.verify import health as verification
 from webapp.views.auth import demand, require
 from webapp.views.dashboard import bp, load_site
 
@@ -58,6 +59,12 @@ def _query(site, args):
         query = query.where(Url.deleted_at.is_(None))
     if text.strip():
         query = query.where(*starting_with(site, text))
+    check = args.get("check")
+    if check is not None:  # what the URL's last verification found (the Verification page)
+        if check not in verification.CHECKS:
+            abort(400, f"check must be one of {', '.join(verification.SHOWN)}; "
+                       f"not {check[:40]!r}.")
+        query = verification.with_check(query, check, site.id)
     after = args.get("after", "")
     if sort == "newest":
         if _row_id(after) is not None:
@@ -94,7 +101,8 @@ def urls(slug):
     more = len(rows) > PAGE
     rows = rows[:PAGE]
     sort = request.args.get("sort", "loc")
-    kept = {name: request.args[name] for name in ("q", "status", "sort") if name in request.args}
+    kept = {name: request.args[name] for name in ("q", "status", "sort", "check")
+            if name in request.args}
     next_args = {**kept, "after": _cursor(rows[-1], sort)} if more and rows else None
     return render_template("dashboard/urls.html", site=site, rows=rows, sorts=SORTS,
                            next_args=next_args, args=request.args, changefreqs=CHANGEFREQS,

@@ -1,0 +1,13 @@
+"""Verification of a site's URLs on the live site, and what it changes in the sitemap.
+
+`check` checks one URL (with `page` reading what came back and `robots` saying what may be
+fetched), `runs` checks a whole site and stores the findings (resumable), `publishing` is
+what generation asks (which URLs to leave out, which lastmod to write), `health` what the
+dashboard shows, `schedule` what the clock queues, and `settings` the site settings' rules.
+"""
+
+from __future__ import annotations
+
+from webapp.verify.runs import Summary, VerifyBusy, verify_site
+
+__all__ = ["Summary", "VerifyBusy", "verify_site"]

@@ -1,0 +1,95 @@
+"""The site settings of verification, each read from text by a check that names its rule:
+`lastmod_source`, `leave_out`, `verify_schedule`, `user_agent`, `verify_ignore`."""
+
+from __future__ import annotations
+
+import re
+
+from webapp.errors import InvalidValue
+from webapp.outbound import USER_AGENT
+from webapp.scheduler import check_schedule
+
+LASTMOD_SOURCES = ("given", "content", "newest")
+LEAVE_OUT_CHOICES = ("broken", "redirected", "noindex", "canonical")
+DEFAULT_LEAVE_OUT = "broken,noindex,canonical"
+# Who is asking, and where to read about it, as crawlers name themselves.
+DEFAULT_USER_AGENT = USER_AGENT.split(" ", 1)[0] + " (sitemap verifier; self-hosted)"
+MAX_IGNORE_PATTERNS = 50
+
+
+def check_lastmod_source(value: str) -> str:
+    text = str(value).strip().lower()
+    if text not in LASTMOD_SOURCES:
+        raise InvalidValue("lastmod_source", value, "must be one of given, content, newest")
+    return text
+
+
+def check_leave_out(value: str) -> str:
+    """A comma list of outcomes, tidied (each once, in a fixed order); empty keeps every URL."""
+    names = [name.strip().lower() for name in str(value).split(",") if name.strip()]
+    unknown = [name for name in names if name not in LEAVE_OUT_CHOICES]
+    if unknown:
+        raise InvalidValue("leave_out", value, f"must be a comma list of "
+                           f"{', '.join(LEAVE_OUT_CHOICES)} (or empty); {unknown[0]!r} is not one")
+    return ",".join(name for name in LEAVE_OUT_CHOICES if name in names)
+
+
+def check_verify_schedule(value: str) -> str:
+    try:
+        return check_schedule(value)
+    except InvalidValue as exc:
+        raise InvalidValue("verify_schedule", value, exc.rule) from None
+
+
+def check_user_agent(value: str) -> str | None:
+    """Printable ASCII (a header value), at most 300 characters; empty means the default."""
+    text = str(value).strip()
+    if not text:
+        return None
+    if len(text) > 300 or not all(" " <= character <= "~" for character in text):
+        raise InvalidValue("user_agent", value[:40], "must be at most 300 printable ASCII "
+                           "characters, or empty for the default")
+    return text
+
+
+def check_verify_ignore(value: str) -> str | None:
+    """Regular expressions, one a line (`\\n` between them on one line), removed from a
+    page's text before it is fingerprinted."""
+    text = str(value).replace("\r\n", "\n").replace("\\n", "\n")
+    lines = [line.strip() for line in text.split("\n") if line.strip()]
+    if len(lines) > MAX_IGNORE_PATTERNS:
+        raise InvalidValue("verify_ignore", value[:40],
+                           f"must be at most {MAX_IGNORE_PATTERNS} patterns")
+    for line in lines:
+        try:
+            re.compile(line)
+        except re.error as exc:
+            raise InvalidValue("verify_ignore", line, f"must be regular expressions, one a "
+                               f"line; this one is not ({exc})") from None
+    return "\n".join(lines) or None
+
+
+def show_verify_ignore(value: str | None) -> str:
+    return (value or "").replace("\n", "\\n")
+
+
+def user_agent_of(value: str | None) -> str:
+    return value or DEFAULT_USER_AGENT
+
+
+def ignore_patterns(value: str | None) -> list[re.Pattern]:
+    return [re.compile(line) for line in (value or "").split("\n") if line]
+
+
+def left_out(value: str | None) -> tuple[str, ...]:
+    return tuple(name for name in (value or "").split(",") if name)
+
+
+# Each setting: how to read it from text, and how to show it as text (as sites.SETTINGS).
+SETTINGS = {
+    "lastmod_source": (check_lastmod_source, str),
+    "leave_out": (check_leave_out, str),
+    "verify_schedule": (check_verify_schedule, str),
+    "user_agent": (check_user_agent, lambda value: value or ""),
+    "verify_ignore": (check_verify_ignore, show_verify_ignore),
+}
