@@ -625,14 +625,14 @@ def test_rows_rejected_by_the_last_import_show_in_the_sites_health(as_role, sess
     answer = post(editor, "/sites/shop/import", pasted="https://elsewhere.example/x")
     wait_for_task(editor, answer.headers["Location"])
     page = editor.get("/sites/shop").text
-    assert "The last import rejected 1 rows" in page and "is outside the site" in page
+    assert "The last import rejected 1 row<" in page and "is outside the site" in page
     # The import belongs to the site, not to its slug: it follows a rename, and a new site
     # that takes the old slug does not inherit it.
     session.expire_all()
     session.get(Site, shop.id).slug = "store"
     session.commit()
     make_site(session, "Shop", "https://shop2.example.com/")
-    assert "The last import rejected 1 rows" in editor.get("/sites/store").text
+    assert "The last import rejected 1 row<" in editor.get("/sites/store").text
     assert "The last import rejected" not in editor.get("/sites/shop").text
 
 

@@ -214,6 +214,8 @@ class Generation(Base):
     # A digest of everything besides the URLs that shapes the files (header, defaults, limits,
     # names): a later run may reuse this run's files only while it is the same.
     layout: Mapped[str | None] = mapped_column(String(64))
+    # What started the run: one of TRIGGERS (None for runs recorded before it was kept).
+    trigger: Mapped[str | None] = mapped_column(String(16))
 
     site: Mapped[Site] = relationship(back_populates="generations")
     files: Mapped[list[GenerationFile]] = relationship(
@@ -222,6 +224,11 @@ class Generation(Base):
 
     def __repr__(self) -> str:
         return f"<Generation {self.id} site={self.site_id} {self.status}>"
+
+
+# What may start a run: the site's schedule, a change of its URLs, the dashboard's button, the
+# API, the command line, or a rollback to an older generation's files.
+TRIGGERS = ("schedule", "change", "button", "api", "cli", "rollback")
 
 
 class GenerationFile(Base):
@@ -299,6 +306,23 @@ class Delivery(Base):
 
     def __repr__(self) -> str:
         return f"<Delivery {self.id} site={self.site_id} {self.engine} {self.status}>"
+
+
+class DismissedWarning(Base):
+    """A health warning someone dismissed, with a fingerprint of the condition it was about
+    (how many URLs and a digest of which): it stays hidden while the fingerprint is the same."""
+
+    __tablename__ = "dismissed_warnings"
+
+    site_id: Mapped[int] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"),
+                                         primary_key=True)
+    kind: Mapped[str] = mapped_column(String(32), primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    dismissed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    dismissed_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+
+    def __repr__(self) -> str:
+        return f"<DismissedWarning site={self.site_id} {self.kind}>"
 
 
 class ApiToken(Base):

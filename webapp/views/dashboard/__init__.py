@@ -24,6 +24,7 @@ def load_site(slug: str) -> Site:
 
 from webapp.views.dashboard import (  # noqa: E402  (routes attach themselves to bp)
     account,
+    engines,
     history,
     sites,
     tasks,
@@ -32,4 +33,4 @@ from webapp.views.dashboard import (  # noqa: E402  (routes attach themselves to
     users,
 )
 
-__all__ = ["account", "bp", "history", "load_site", "sites", "tasks", "tokens", "urls", "users"]
+__all__ = ["account", "bp", "engines", "history", "load_site", "sites", "tasks", "tokens", "urls", "users"]

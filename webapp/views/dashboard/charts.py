@@ -1,0 +1,71 @@
+"""Server-rendered line charts: the geometry of axes, ticks and points, for an SVG template."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+
+from flask_babel import format_date, format_datetime, format_decimal
+
+WIDTH, HEIGHT = 640, 240
+LEFT, RIGHT, TOP, BOTTOM = 64, 24, 16, 40  # room for the y ticks, the last point, the dates
+
+
+@dataclass(frozen=True)
+class Point:
+    x: float
+    y: float
+    value: int
+    when: datetime
+    label: str  # what the point stands for, shown in its tooltip
+    kind: str  # a CSS class: the series it belongs to
+
+
+def nice_step(top: float, ticks: int = 4) -> int:
+    """A round step (1, 2 or 5 times a power of ten) that reaches `top` in about `ticks`."""
+    raw = max(top / ticks, 1)
+    power = 10 ** math.floor(math.log10(raw))
+    return int(next(m * power for m in (1, 2, 5, 10) if m * power >= raw))
+
+
+def line_chart(series: list[tuple[datetime, int, str, str]], max_dates: int = 5) -> dict | None:
+    """A chart of (when, value, label, kind) in time order: the plot box, a point per value
+    placed by its time, y ticks from 0 past the largest value, and a few dates along x.
+    None without two points."""
+    if len(series) < 2:
+        return None
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    step = nice_step(max(value for _, value, _, _ in series))
+    top = step * max(1, math.ceil(max(value for _, value, _, _ in series) / step))
+    first, last = series[0][0], series[-1][0]
+    span = (last - first).total_seconds() or 1.0
+
+    def x_of(when: datetime) -> float:
+        return LEFT + plot_w * (when - first).total_seconds() / span
+
+    def y_of(value: int) -> float:
+        return TOP + plot_h * (1 - value / top)
+
+    points = [Point(round(x_of(when), 1), round(y_of(value), 1), value, when, label, kind)
+              for when, value, label, kind in series]
+    chosen = sorted({round(i * (len(points) - 1) / (max_dates - 1))
+                     for i in range(max_dates)}) if len(points) > max_dates else range(len(points))
+    dates, last_x = [], -1e9
+    for index in chosen:
+        point = points[index]
+        if point.x - last_x >= 90:  # dates closer than this would overlap
+            dates.append({"x": point.x, "label": format_date(point.when, "short")})
+            last_x = point.x
+    return {
+        "width": WIDTH, "height": HEIGHT, "left": LEFT, "right": WIDTH - RIGHT, "top": TOP,
+        "bottom": HEIGHT - BOTTOM, "points": points,
+        "path": " ".join(f"{p.x},{p.y}" for p in points),
+        "ticks": [{"y": round(y_of(v), 1), "label": format_decimal(v)}
+                  for v in range(0, top + 1, step)],
+        "dates": dates, "first": first, "last": last,
+    }
+
+
+def when_label(when: datetime) -> str:
+    return format_datetime(when, "short")
