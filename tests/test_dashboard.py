@@ -87,13 +87,14 @@ def wait_for_task(client, location) -> dict:
 
 PAGES = ["/", "/sites/shop", "/sites/shop/urls", "/sites/shop/import", "/sites/shop/generations",
          "/sites/shop/announcements", "/sites/shop/settings", "/sites/shop/urls.csv",
-         "/sites/shop/urls/1", "/tokens"]
+         "/sites/shop/urls/1", "/tokens", "/sites/shop/engines"]
 EDITOR_PAGES = ["/sites/new", "/sites/shop/delete"]
 EDITOR_POSTS = ["/sites/new", "/sites/shop/settings", "/sites/shop/delete", "/sites/shop/regenerate",
                 "/sites/shop/notify", "/sites/shop/preflight", "/sites/shop/rotate-key",
                 "/sites/shop/urls", "/sites/shop/urls/1", "/sites/shop/urls/delete",
                 "/sites/shop/import", "/sites/shop/generations/1/rollback",
-                "/sites/shop/announcements/1/retry"]
+                "/sites/shop/announcements/1/retry", "/sites/shop/engines/indexnow/resubmit",
+                "/sites/shop/warnings/future-lastmod/dismiss"]
 ADMIN_ROUTES = [("GET", "/users"), ("POST", "/users"), ("POST", "/users/1"),
                 ("POST", "/users/1/delete")]
 
