@@ -9,7 +9,8 @@ from datetime import datetime
 from flask_babel import format_date, format_datetime, format_decimal
 
 WIDTH, HEIGHT = 640, 240
-LEFT, RIGHT, TOP, BOTTOM = 64, 24, 16, 40  # room for the y ticks, the last point, the dates
+LEFT, RIGHT, TOP, BOTTOM = 72, 24, 44, 44  # room for the y ticks, the last point, the dates
+GAP = 150  # the least distance between two dates on the x axis
 
 
 @dataclass(frozen=True)
@@ -49,14 +50,17 @@ def line_chart(series: list[tuple[datetime, int, str, str]], max_dates: int = 5)
 
     points = [Point(round(x_of(when), 1), round(y_of(value), 1), value, when, label, kind)
               for when, value, label, kind in series]
-    chosen = sorted({round(i * (len(points) - 1) / (max_dates - 1))
-                     for i in range(max_dates)}) if len(points) > max_dates else range(len(points))
-    dates, last_x = [], -1e9
-    for index in chosen:
-        point = points[index]
-        if point.x - last_x >= 90:  # dates closer than this would overlap
-            dates.append({"x": point.x, "label": format_date(point.when, "short")})
-            last_x = point.x
+    # The first and the last date always; between them, evenly spread points whose dates
+    # stand far enough from their neighbours not to overlap (even in a phone's larger text).
+    chosen = sorted({round(i * (len(points) - 1) / (max_dates - 1)) for i in range(max_dates)})
+    shown = [points[0]]
+    for point in (points[i] for i in chosen[1:-1]):
+        if point.x - shown[-1].x >= GAP and points[-1].x - point.x >= GAP:
+            shown.append(point)
+    shown.append(points[-1])
+    dates = [{"x": p.x, "label": format_date(p.when, "short"),
+              "anchor": "start" if i == 0 else "end" if i == len(shown) - 1 else "middle"}
+             for i, p in enumerate(shown)]
     return {
         "width": WIDTH, "height": HEIGHT, "left": LEFT, "right": WIDTH - RIGHT, "top": TOP,
         "bottom": HEIGHT - BOTTOM, "points": points,
