@@ -93,6 +93,9 @@ def test_the_history_pages_fit_desktop_and_phone_in_both_languages(app, session,
                         f"{name} at {width} px in {language} scrolls sideways"
                     page.screenshot(path=str(folder / f"{name}-{width}-{language}.png"),
                                     full_page=True)
+                    if name == "overview":  # the chart alone, to read its axes
+                        page.locator("figure.line-chart").screenshot(
+                            path=str(folder / f"chart-{width}-{language}.png"))
                 context.close()
         finally:
             browser.close()

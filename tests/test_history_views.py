@@ -14,8 +14,8 @@ from sqlalchemy import select
 from tests.builders import make_site, make_urls
 from tests.test_dashboard import as_role, post, session, shop  # noqa: F401  (fixtures)
 from webapp import jobs
-from webapp.notify import ping
 from webapp.models import Delivery, Generation, User, utcnow
+from webapp.notify import ping
 from webapp.sitemaps import Limits
 from webapp.tasks import work
 from webapp.tokens import create_token
@@ -144,7 +144,7 @@ def announced(session, shop, engine):
 def test_the_engines_page_says_per_engine_what_was_submitted_and_when_it_retries(
         as_role, session, shop, announced):
     page = as_role("viewer").get("/sites/shop/engines").text
-    rows = re.findall(r"<tr>(.*?)</tr>", page, re.S)
+    rows = re.findall(r"<tr>(.*?)</tr>", page, re.DOTALL)
     indexnow = next(row for row in rows if "<strong>IndexNow</strong>" in row)
     assert "Received by the engine." in indexnow and "200 OK: the URLs were received" in indexnow
     assert re.search(r'data-label="URLs submitted">2<br>', indexnow)
@@ -195,7 +195,10 @@ def test_the_ledger_filters_by_engine_and_status_and_pages(as_role, session, sho
                     for n in range(120))
     session.commit()
     viewer = as_role("viewer")
-    ids = lambda page: [int(i) for i in re.findall(r'<td data-label="#">(\d+)</td>', page)]  # noqa: E731
+
+    def ids(page: str) -> list[int]:
+        return [int(i) for i in re.findall(r'<td data-label="#">(\d+)</td>', page)]
+
     first = viewer.get("/sites/shop/announcements").text
     assert len(ids(first)) == 50 and "Page 1 of 3" in first and "1–50 of 120" in first
     last = viewer.get("/sites/shop/announcements?page=3").text
@@ -230,7 +233,7 @@ def test_the_url_chart_has_axes_a_point_per_generation_and_the_live_count(app, a
     session.commit()
     page = as_role("viewer").get("/sites/shop").text
     svg = re.search(r'<svg viewBox="0 0 640 240" role="img" aria-label="([^"]+)"(.*?)</svg>',
-                    page, re.S)
+                    page, re.DOTALL)
     assert svg, "no chart"
     summary, body = svg.groups()
     assert "3 URLs published by the oldest generation shown, 5 live URLs now" in summary
@@ -293,7 +296,7 @@ def test_every_url_with_a_high_priority_is_listed_by_its_warning(as_role, sessio
 
 def dismiss_form(page: str, kind: str) -> str:
     return re.search(rf'action="/sites/shop/warnings/{kind}/dismiss">.*?name="fingerprint" '
-                     rf'value="([0-9a-f]{{64}})"', page, re.S).group(1)
+                     rf'value="([0-9a-f]{{64}})"', page, re.DOTALL).group(1)
 
 
 def test_a_dismissed_warning_stays_hidden_until_its_condition_changes(as_role, session, shop,

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 
-from flask_babel import format_date, format_datetime, format_decimal
+from flask_babel import format_date, format_decimal
 
 WIDTH, HEIGHT = 640, 240
 LEFT, RIGHT, TOP, BOTTOM = 72, 24, 44, 44  # room for the y ticks, the last point, the dates
@@ -69,7 +69,3 @@ def line_chart(series: list[tuple[datetime, int, str, str]], max_dates: int = 5)
                   for v in range(0, top + 1, step)],
         "dates": dates, "first": first, "last": last,
     }
-
-
-def when_label(when: datetime) -> str:
-    return format_datetime(when, "short")
