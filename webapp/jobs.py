@@ -7,6 +7,7 @@ recorded as a generation whatever happens."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -138,7 +139,8 @@ def _leased(app: Flask, site_id: int, run: Callable[[Session, Site], Generation]
             session.rollback()
             leases.release(session, site_id, owner, **_after(generation))
             if generation is not None:
-                _log_generation(site.slug, generation, started)
+                with contextlib.suppress(Exception):  # the run's own error matters more
+                    _log_generation(site.slug, generation, started)
             raise
         # One commit: the run's outcome, the published set (sitemaps.publish) and the lease.
         values = _after(generation)
