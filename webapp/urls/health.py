@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from flask_babel import gettext as _
 from sqlalchemy import exists, func, or_, select
@@ -27,8 +27,9 @@ class Warning:
     action_label: str | None = None
     kind: str | None = None  # what it is about, to dismiss it by; None: it cannot be dismissed
     # The condition as it is now (how many and which): a dismissed warning shows again as
-    # soon as this differs from what was dismissed.
-    fingerprint: str | None = None
+    # soon as this differs from what was dismissed. Lists of sites (page_warnings) leave it
+    # out, so two warnings that say the same are equal whether they carry it or not.
+    fingerprint: str | None = field(default=None, compare=False)
     urls: dict[str, str] | None = None  # the URL list's query string that lists what it counts
 
 
@@ -175,7 +176,7 @@ def page_warnings(session: Session, sites: Sequence[Site]) -> dict[int, list[War
         if not site.url_count:
             found[site.id] = [_no_urls()]
             continue
-        found[site.id] = ([_all_high(site.url_count, None)] if site.id in high else []) + \
+        found[site.id] = ([_all_high(site.url_count, 0)] if site.id in high else []) + \
             ([_future(future[site.id])] if site.id in future else []) + \
             ([_shared(*shared[site.id], site.url_count)] if site.id in shared else [])
     return found
@@ -217,5 +218,10 @@ def split_dismissed(session: Session, site: Site,
     """(the warnings to show, those dismissed while their condition stays as it was)."""
     dismissed = dict(session.execute(select(DismissedWarning.kind, DismissedWarning.fingerprint)
                                      .where(DismissedWarning.site_id == site.id)).all())
-    hidden = [w for w in found if w.kind and dismissed.get(w.kind) == w.fingerprint]
-    return [w for w in found if w not in hidden], hidden
+    shown: list[Warning] = []
+    hidden: list[Warning] = []
+    for warning in found:
+        gone = warning.fingerprint is not None and \
+            dismissed.get(warning.kind) == warning.fingerprint
+        (hidden if gone else shown).append(warning)
+    return shown, hidden
