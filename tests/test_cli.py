@@ -555,10 +555,10 @@ def test_history_lists_generations_and_rollback_serves_an_older_one(app, runner,
                                                                     two_generations):
     first, second = two_generations
     history = runner.invoke(args=["sitemaps", "history", shop]).stdout.splitlines()
-    assert history[0].split("\t") == ["id", "status", "started", "seconds", "urls", "files",
-                                      "bytes", "files kept"]
-    assert [row.split("\t")[:2] + row.split("\t")[7:] for row in history[1:]] == [
-        [str(second), "succeeded", "published"], [str(first), "succeeded", "kept"]]
+    assert history[0].split("\t") == ["id", "status", "trigger", "started", "seconds", "urls",
+                                      "files", "bytes", "files kept"]
+    assert [row.split("\t")[:3] + row.split("\t")[8:] for row in history[1:]] == [
+        [str(second), "succeeded", "cli", "published"], [str(first), "succeeded", "cli", "kept"]]
 
     rolled = runner.invoke(args=["sitemaps", "rollback", shop, str(first)])
     assert rolled.exit_code == 0, rolled.output
@@ -568,7 +568,7 @@ def test_history_lists_generations_and_rollback_serves_an_older_one(app, runner,
     assert served.status_code == 200
     assert locs(etree.fromstring(served.data)) == [f"{SHOP}a", f"{SHOP}b", f"{SHOP}c"]
     newest = runner.invoke(args=["sitemaps", "history", shop]).stdout.splitlines()[1]
-    assert newest.split("\t")[0] == str(third)
+    assert newest.split("\t")[:3] == [str(third), "succeeded", "rollback"]
     assert newest.endswith("\tpublished\trollback of " + str(first))
 
     again = runner.invoke(args=["sitemaps", "rollback", shop, str(first)])

@@ -87,7 +87,7 @@ def wait_for_task(client, location) -> dict:
 
 PAGES = ["/", "/sites/shop", "/sites/shop/urls", "/sites/shop/import", "/sites/shop/generations",
          "/sites/shop/announcements", "/sites/shop/settings", "/sites/shop/urls.csv",
-         "/sites/shop/urls/1", "/tokens", "/sites/shop/discover"]
+         "/sites/shop/urls/1", "/tokens", "/sites/shop/discover", "/sites/shop/engines"]
 EDITOR_PAGES = ["/sites/new", "/sites/shop/delete"]
 EDITOR_POSTS = ["/sites/new", "/sites/shop/settings", "/sites/shop/delete", "/sites/shop/regenerate",
                 "/sites/shop/notify", "/sites/shop/preflight", "/sites/shop/rotate-key",
@@ -95,7 +95,8 @@ EDITOR_POSTS = ["/sites/new", "/sites/shop/settings", "/sites/shop/delete", "/si
                 "/sites/shop/import", "/sites/shop/generations/1/rollback",
                 "/sites/shop/announcements/1/retry", "/sites/shop/discover",
                 "/sites/shop/discover/accept", "/sites/shop/discover/ignore",
-                "/sites/shop/discover/delete-excluded"]
+                "/sites/shop/discover/delete-excluded", "/sites/shop/engines/indexnow/resubmit",
+                "/sites/shop/warnings/future-lastmod/dismiss"]
 ADMIN_ROUTES = [("GET", "/users"), ("POST", "/users"), ("POST", "/users/1"),
                 ("POST", "/users/1/delete")]
 
@@ -627,14 +628,14 @@ def test_rows_rejected_by_the_last_import_show_in_the_sites_health(as_role, sess
     answer = post(editor, "/sites/shop/import", pasted="https://elsewhere.example/x")
     wait_for_task(editor, answer.headers["Location"])
     page = editor.get("/sites/shop").text
-    assert "The last import rejected 1 rows" in page and "is outside the site" in page
+    assert "The last import rejected 1 row<" in page and "is outside the site" in page
     # The import belongs to the site, not to its slug: it follows a rename, and a new site
     # that takes the old slug does not inherit it.
     session.expire_all()
     session.get(Site, shop.id).slug = "store"
     session.commit()
     make_site(session, "Shop", "https://shop2.example.com/")
-    assert "The last import rejected 1 rows" in editor.get("/sites/store").text
+    assert "The last import rejected 1 row<" in editor.get("/sites/store").text
     assert "The last import rejected" not in editor.get("/sites/shop").text
 
 

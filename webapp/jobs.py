@@ -7,7 +7,9 @@ recorded as a generation whatever happens."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
@@ -98,13 +100,27 @@ def _recorded_run(app: Flask, session: Session, site: Site, generation: Generati
     return generation  # committed, and the set published, with the lease's release
 
 
+def log_run(slug: str, trigger: str | None, outcome: str, seconds: float,
+            generation_id: int | None, url_count: int) -> None:
+    """The one line a run leaves in the log of the scheduler or worker that made it."""
+    log.info("run of site %s: trigger=%s outcome=%s duration=%.2fs generation=%s urls=%s",
+             slug, trigger or "unknown", outcome, seconds, generation_id, url_count)
+
+
+def _log_generation(slug: str, generation: Generation, started: float) -> None:
+    log_run(slug, generation.trigger, generation.status, time.monotonic() - started,
+            generation.id, generation.url_count)
+
+
 def _leased(app: Flask, site_id: int, run: Callable[[Session, Site], Generation],
             when: Callable[[Session, Site], bool] | None = None) -> Generation | None:
-    """Run `run` while holding the site's lease (leases.SiteBusy when another process has it).
+    """Run `run` while holding the site's lease (leases.SiteBusy when another process has it),
+    and log how it ended in one line.
 
     `when`, asked once the lease is held, can decide that the run is not needed after all
     (another process just did it): then nothing runs and None is returned.
     """
+    started = time.monotonic()
     owner = leases.new_owner()
     with new_session(app) as session:
         site = session.get(Site, site_id)
@@ -124,6 +140,9 @@ def _leased(app: Flask, site_id: int, run: Callable[[Session, Site], Generation]
         except BaseException:
             session.rollback()
             leases.release(session, site_id, owner, **_after(generation))
+            if generation is not None:
+                with contextlib.suppress(Exception):  # the run's own error matters more
+                    _log_generation(site.slug, generation, started)
             raise
         # One commit: the run's outcome, the published set (sitemaps.publish) and the lease.
         values = _after(generation)
@@ -138,6 +157,7 @@ def _leased(app: Flask, site_id: int, run: Callable[[Session, Site], Generation]
                 error=f"{type(exc).__name__}: {exc}"[:2000]))
             leases.release(session, site_id, owner, retry_at=utcnow() + RETRY_AFTER_FAILURE)
             session.refresh(generation)
+        _log_generation(site.slug, generation, started)
     if generation.status == "succeeded":
         get_store(app).prune(site.storage_key, app.config["SITEMAP_KEEP_GENERATIONS"])
     return generation
@@ -157,20 +177,29 @@ def _after(generation: Generation | None) -> dict:
 
 def regenerate(site_id: int, app: Flask | None = None, now: datetime | None = None,
                limits: Limits | None = None,
-               when: Callable[[Session, Site], bool] | None = None,
-               progress: Callable[[int, int], None] | None = None) -> Generation | None:
-    """Generate and publish one site's sitemaps; the run is recorded whatever happens.
+               when: Callable[[Session, Site], str | None] | None = None,
+               progress: Callable[[int, int], None] | None = None,
+               trigger: str | None = None) -> Generation | None:
+    """Generate and publish one site's sitemaps; the run is recorded whatever happens, with
+    what started it (`trigger`, one of models.TRIGGERS).
 
-    With `when`, only if it still says so once the site's lease is held.
+    With `when`, only if it still says so once the site's lease is held: it answers the
+    trigger (the schedule or a change), or None when nothing is due.
     """
     app = app or current_app
+    chosen = {"trigger": trigger}
+
+    def decide(session: Session, site: Site) -> bool:
+        chosen["trigger"] = when(session, site) or None
+        return chosen["trigger"] is not None
 
     def run(session: Session, site: Site) -> Generation:
-        generation = _start(session, site, change_seq=committed_change_seq(session, site.id))
+        generation = _start(session, site, change_seq=committed_change_seq(session, site.id),
+                            trigger=chosen["trigger"])
         return _recorded_run(app, session, site, generation, lambda publishing: generate_site(
             session, site, generation, get_store(app), limits, now, publishing, progress))
 
-    return _leased(app, site_id, run, when)
+    return _leased(app, site_id, run, decide if when is not None else None)
 
 
 def rollback(site_id: int, target_id: int, app: Flask | None = None,
@@ -198,7 +227,7 @@ def rollback(site_id: int, target_id: int, app: Flask | None = None,
         if kept is None:
             raise NotFound(f"the files of generation {target_id} are no longer kept (only the "
                            f"last {app.config['SITEMAP_KEEP_GENERATIONS']} are)")
-        generation = _start(session, site, rollback_of=target_id)
+        generation = _start(session, site, rollback_of=target_id, trigger="rollback")
         live = store.current_set(site.storage_key) or PublishedSet(0, {})
         done = _recorded_run(app, session, site, generation, lambda publishing: republish_site(
             session, site, generation, store, target, now, publishing))
@@ -227,11 +256,13 @@ def _announce_rollback(app: Flask, session: Session, site: Site, generation: Gen
 
 
 def regenerate_now(site_id: int, app: Flask | None = None,
-                   progress: Callable[[int, int], None] | None = None) -> Line:
-    """"Regenerate now" of the dashboard and the API: generate, then announce what changed;
-    the outcome in a sentence (said.py), or RuntimeError when the generation failed."""
+                   progress: Callable[[int, int], None] | None = None,
+                   trigger: str | None = None) -> Line:
+    """"Regenerate now" of the dashboard ("button") and the API ("api"): generate, then
+    announce what changed; the outcome in a sentence (said.py), or RuntimeError when the
+    generation failed."""
     app = app or current_app._get_current_object()  # notify sends from threads
-    generation = regenerate(site_id, app, progress=progress)
+    generation = regenerate(site_id, app, progress=progress, trigger=trigger)
     if generation.status == "failed":
         raise RuntimeError(f"generation {generation.id} failed: {generation.error}")
     planned, _ = notify.notify_site(site_id, app)
@@ -301,11 +332,11 @@ def regenerate_if_due(site_id: int, app: Flask | None = None,
 
 
 def _generate_if_due(site_id: int, app: Flask, now: datetime) -> Generation | None:
-    def still_due(session: Session, site: Site) -> bool:
+    def still_due(session: Session, site: Site) -> str | None:
         scheduled, changed = due(site, now)
         if scheduled:  # committed with the run's first record
             site.next_run_at = next_run(site.schedule, site.timezone, now)
-        return scheduled or changed
+        return "schedule" if scheduled else "change" if changed else None
 
     try:
         return regenerate(site_id, app, when=still_due)
@@ -357,6 +388,7 @@ def _regenerate_small_sites(app: Flask, site_ids: list[int], now: datetime,
     """Of `site_ids`, generate those due and small in one transaction (with their leases);
     per site decided here, the status of its run or None when it was not due. Sites another
     process holds, and those not small, are left out, for `regenerate_if_due`."""
+    started = time.monotonic()
     owner = leases.new_owner()
     store = get_store(app)
     with new_session(app) as session:
@@ -374,7 +406,7 @@ def _regenerate_small_sites(app: Flask, site_ids: list[int], now: datetime,
                 if on_schedule:
                     scheduled.add(site.id)
         runs, _ = write_small_sites(session, small, now)
-        statuses = _record_small_runs(session, store, runs)
+        statuses = _record_small_runs(session, store, runs, scheduled)
         seq = bindparam("seq")
         leases.release_many(session, owner, [
             {"site": run.site.id, "seq": run.site.change_seq,
@@ -392,7 +424,13 @@ def _regenerate_small_sites(app: Flask, site_ids: list[int], now: datetime,
                                         app.config["SITEMAP_KEEP_GENERATIONS"])
         outcome.update({run.site.id: status for run, (status, _) in zip(runs, statuses)})
         keys = [site.storage_key for site, _ in live]
+        logged = [(run.site.slug, "schedule" if run.site.id in scheduled else "change", status,
+                   generation_id, run.file.url_count)
+                  for run, (status, generation_id) in zip(runs, statuses)]
         session.commit()
+    seconds = time.monotonic() - started  # the batch's: its sites were written together
+    for slug, trigger, status, generation_id, url_count in logged:
+        log_run(slug, trigger, status, seconds, generation_id, url_count)
     # Committed: the outcome stands whatever happens now (it decides the announcements).
     try:
         for key in keys:
@@ -404,10 +442,11 @@ def _regenerate_small_sites(app: Flask, site_ids: list[int], now: datetime,
     return outcome
 
 
-def _record_small_runs(session: Session, store, runs) -> list[tuple[str, int]]:
-    """Record the generations of `runs` as finished and publish their sets, in the session's
-    transaction, with one statement per table for all of them; the status and generation id
-    of each run."""
+def _record_small_runs(session: Session, store, runs, scheduled: set[int],
+                       ) -> list[tuple[str, int]]:
+    """Record the generations of `runs` as finished (triggered by the schedule for the sites
+    of `scheduled`, else by a change) and publish their sets, in the session's transaction,
+    with one statement per table for all of them; the status and generation id of each run."""
     if not runs:
         return []
     now = utcnow()
@@ -422,7 +461,9 @@ def _record_small_runs(session: Session, store, runs) -> list[tuple[str, int]]:
             {"site_id": run.site.id, "status": status, "started_at": now, "finished_at": now,
              "change_seq": run.site.change_seq, "layout": run.layout,
              "url_count": run.file.url_count, "file_count": 1, "bytes": run.file.bytes,
-             "error": None, "rollback_of": None} for run, status in zip(runs, statuses)]).all())
+             "error": None, "rollback_of": None,
+             "trigger": "schedule" if run.site.id in scheduled else "change"}
+            for run, status in zip(runs, statuses)]).all())
     live = publish_small_sites(session, store, [(run, ids[run.site.id]) for run in runs
                                                 if not run.unchanged])
     superseded = [ids[run.site.id] for run in runs

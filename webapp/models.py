@@ -236,6 +236,8 @@ class Generation(Base):
     layout: Mapped[str | None] = mapped_column(String(64))
     # Live URLs this run left out of the files by their last check, by outcome ({"broken": 3}).
     left_out: Mapped[dict | None] = mapped_column(JSON)
+    # What started the run: one of TRIGGERS (None for runs recorded before it was kept).
+    trigger: Mapped[str | None] = mapped_column(String(16))
 
     site: Mapped[Site] = relationship(back_populates="generations")
     files: Mapped[list[GenerationFile]] = relationship(
@@ -244,6 +246,11 @@ class Generation(Base):
 
     def __repr__(self) -> str:
         return f"<Generation {self.id} site={self.site_id} {self.status}>"
+
+
+# What may start a run: the site's schedule, a change of its URLs, the dashboard's button, the
+# API, the command line, or a rollback to an older generation's files.
+TRIGGERS = ("schedule", "change", "button", "api", "cli", "rollback")
 
 
 class GenerationFile(Base):
@@ -321,6 +328,23 @@ class Delivery(Base):
 
     def __repr__(self) -> str:
         return f"<Delivery {self.id} site={self.site_id} {self.engine} {self.status}>"
+
+
+class DismissedWarning(Base):
+    """A health warning someone dismissed, with a fingerprint of the condition it was about
+    (how many URLs and a digest of which): it stays hidden while the fingerprint is the same."""
+
+    __tablename__ = "dismissed_warnings"
+
+    site_id: Mapped[int] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"),
+                                         primary_key=True)
+    kind: Mapped[str] = mapped_column(String(32), primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    dismissed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    dismissed_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+
+    def __repr__(self) -> str:
+        return f"<DismissedWarning site={self.site_id} {self.kind}>"
 
 
 class ApiToken(Base):

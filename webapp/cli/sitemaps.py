@@ -21,7 +21,7 @@ group = AppGroup("sitemaps", help="Generate and export sitemap files, and look b
 
 
 def _generate(site_id: int, slug: str, announce: bool) -> bool:
-    generation = jobs.regenerate(site_id)
+    generation = jobs.regenerate(site_id, trigger="cli")
     if generation.status == "failed":
         click.echo(f"{slug}: failed: {generation.error}", err=True)
         return False
@@ -88,7 +88,7 @@ def sitemaps_history(site_ref, limit):
         stored = store.kept_generations(site.storage_key)
         generations = session.scalars(select(Generation).where(Generation.site_id == site.id)
                                       .order_by(Generation.id.desc()).limit(limit)).all()
-        click.echo("id\tstatus\tstarted\tseconds\turls\tfiles\tbytes\tfiles kept")
+        click.echo("id\tstatus\ttrigger\tstarted\tseconds\turls\tfiles\tbytes\tfiles kept")
         for g in generations:
             seconds = f"{(g.finished_at - g.started_at).total_seconds():.1f}" if g.finished_at else "-"
             kept = ("published" if g.id == current else
@@ -97,7 +97,8 @@ def sitemaps_history(site_ref, limit):
             error = f"\t{g.error}" if g.error else ""
             if g.left_out:
                 note += f"\t{publishing.describe(g.left_out)}"
-            click.echo(f"{g.id}\t{g.status}\t{g.started_at:%Y-%m-%d %H:%M:%S}\t{seconds}\t"
+            click.echo(f"{g.id}\t{g.status}\t{g.trigger or '-'}\t{g.started_at:%Y-%m-%d %H:%M:%S}\t"
+                       f"{seconds}\t"
                        f"{g.url_count}\t{g.file_count}\t{g.bytes}\t{kept}{note}{error}")
 
 

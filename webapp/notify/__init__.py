@@ -2,8 +2,8 @@
 
 One module per engine (`indexnow`, `gsc`, `ping`), each with its settings' rules and its
 `deliver`; the ledger of every announcement (`ledger`); the loop that plans and sends
-(`delivery`); and the pre-flight check of what engines will fetch (`preflight`). Others use the
-names below.
+(`delivery`); what each engine has heard of a site (`summary`); and the pre-flight check of
+what engines will fetch (`preflight`). Others use the names below.
 """
 
 from collections.abc import Mapping
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from sqlalchemy.orm import Session
 
 from webapp.models import Site
-from webapp.notify import gsc, indexnow, ping, preflight
+from webapp.notify import gsc, indexnow, ping, preflight, summary
 from webapp.notify.delivery import (
     ENGINES,
     announce,
@@ -37,4 +37,4 @@ def apply_settings(session: Session, site: Site, values: Mapping[str, object], b
 
 
 __all__ = ["ENGINES", "SETTINGS", "announce", "announce_locs", "apply_settings", "blocked",
-           "deliver", "delivery_lease", "due", "notify_site", "preflight", "retry"]
+           "deliver", "delivery_lease", "due", "notify_site", "preflight", "retry", "summary"]

@@ -82,9 +82,11 @@ def deliver(site_id: int | None = None, only: list[int] | None = None) -> None:
     notify.deliver(_app(), site_id=site_id, only=frozenset(only) if only else None)
 
 
-def regenerate_now(task_id: str, site_id: int) -> None:
+def regenerate_now(task_id: str, site_id: int, trigger: str | None = None) -> None:
+    """"Regenerate now", asked for with the dashboard's button or the API (`trigger`)."""
     app = _app()
-    _recorded(task_id, lambda progress: [jobs.regenerate_now(site_id, app, progress)])
+    _recorded(task_id, lambda progress: [jobs.regenerate_now(site_id, app, progress,
+                                                             trigger)])
 
 
 def notify_now(task_id: str, site_id: int) -> None:

@@ -52,6 +52,13 @@ def unreturned(session: Session, site: Site) -> Unreturned:
     return Unreturned(count, [tuple(pair) for pair in pairs])
 
 
+def unreturned_pages(site: Site):
+    """A query of the ids of the site's live pages that have an alternate not listing them
+    back (the URLs the unreturned pairs count, each once)."""
+    query, page, _ = _unreturned_query(site)
+    return query.with_only_columns(page.id).distinct()
+
+
 def unreturned_among(session: Session, site: Site, locs: Iterable[object]) -> Unreturned:
     """The pairs with a page or an alternate among `locs` (as sent; those that are not URLs of
     the site are passed over): what a write of these URLs leaves without a return link."""

@@ -16,7 +16,7 @@ def generation_json(run: Generation) -> dict:
     return {"id": run.id, "status": run.status, "started_at": isoformat(run.started_at),
             "finished_at": isoformat(run.finished_at), "url_count": run.url_count,
             "file_count": run.file_count, "bytes": run.bytes, "error": run.error,
-            "rollback_of": run.rollback_of}
+            "rollback_of": run.rollback_of, "trigger": run.trigger}
 
 
 def announcement_json(delivery: Delivery) -> dict:
@@ -38,9 +38,9 @@ def task_json(state: dict) -> dict:
             "finished_at": isoformat(state["finished_at"])}
 
 
-def _started(kind: str, site: Site):
+def _started(kind: str, site: Site, **arguments):
     session = get_session()
-    task_id = tasks.start(session, current_app._get_current_object(), kind, site)
+    task_id = tasks.start(session, current_app._get_current_object(), kind, site, **arguments)
     session.commit()
     state = tasks.read(session, task_id)
     if state["status"] == "failed":  # the queue did not take it: nothing will happen
@@ -73,7 +73,7 @@ def site_generate(slug):
     if owner and until and until > utcnow() and not gone(owner):
         raise ApiError(409, f"the site is being generated now (by {owner}); its result will be "
                        "announced, or try again when it has finished")
-    return _started("regenerate", site)
+    return _started("regenerate", site, trigger="api")
 
 
 @bp.post("/sites/<slug>/notify")

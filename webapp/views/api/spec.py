@@ -190,7 +190,7 @@ SCHEMAS = {
     "Generation": {
         "type": "object",
         "required": ["id", "status", "started_at", "finished_at", "url_count", "file_count",
-                     "bytes", "error", "rollback_of"],
+                     "bytes", "error", "rollback_of", "trigger"],
         "properties": {
             "id": {"type": "integer"},
             "status": {"type": "string", "enum": ["running", "publishing", "succeeded", "unchanged",
@@ -198,6 +198,9 @@ SCHEMAS = {
             "started_at": MOMENT, "finished_at": nullable(MOMENT),
             "url_count": COUNT, "file_count": COUNT, "bytes": COUNT,
             "error": nullable(STRING), "rollback_of": nullable({"type": "integer"}),
+            # What started the run; null for runs recorded before it was kept.
+            "trigger": nullable({"type": "string", "enum": ["schedule", "change", "button",
+                                                            "api", "cli", "rollback"]}),
         },
     },
     "GenerationPage": {"type": "object", "required": ["items", "next_cursor"],

@@ -26,6 +26,7 @@ def load_site(slug: str) -> Site:
 from webapp.views.dashboard import (  # noqa: E402  (routes attach themselves to bp)
     account,
     discover,
+    engines,
     history,
     labels,
     sites,
@@ -36,5 +37,5 @@ from webapp.views.dashboard import (  # noqa: E402  (routes attach themselves to
     verification,
 )
 
-__all__ = ["account", "bp", "discover", "history", "labels", "load_site", "sites", "tasks",
-           "tokens", "urls", "users", "verification"]
+__all__ = ["account", "bp", "discover", "engines", "history", "labels", "load_site", "sites",
+           "tasks", "tokens", "urls", "users", "verification"]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from flask import abort, current_app, flash, redirect, render_template, url_for
+from flask import abort, current_app, flash, redirect, render_template, request, url_for
 from flask_babel import gettext as _
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from webapp import jobs, notify, tasks
 from webapp.db import get_session
@@ -16,14 +16,26 @@ from webapp.views.auth import require
 from webapp.views.dashboard import bp, load_site
 from webapp.views.dashboard.labels import status_name
 
-# What each ledger status means, for the page's legend.
-STATUSES = {
-    "pending": "waiting for its next attempt",
-    "sending": "being sent now",
-    "delivered": "the engine received it",
-    "accepted": "received; the engine is still checking the key (keep the key file online)",
-    "failed": "refused, or out of attempts: the outcome says why and what to fix",
-}
+PAGE = 50
+MAX_PAGE = 1_000_000
+
+
+def statuses() -> dict[str, str]:
+    """What each ledger status means, in plain words, for the pages' legends."""
+    return {
+        "pending": _("waiting for its next attempt"),
+        "sending": _("being sent now"),
+        "delivered": _("the engine received it"),
+        "accepted": _("received; the engine is still checking the key (keep the key file "
+                      "online)"),
+        "failed": _("refused, or out of attempts: the outcome says why and what to fix"),
+    }
+
+
+def triggers() -> dict[str, str]:
+    """What started a generation, as the pages name it."""
+    return {"schedule": _("Schedule"), "change": _("URL change"), "button": _("Dashboard button"),
+            "api": _("API"), "cli": _("Command line"), "rollback": _("Rollback")}
 
 
 @bp.get("/sites/<slug>/generations")
@@ -35,7 +47,8 @@ def generations(slug):
     store = get_store(current_app)
     kept = store.kept_generations(site.storage_key)
     return render_template("dashboard/generations.html", site=site, runs=runs, kept=kept,
-                           published=store.current_generation(site.storage_key))
+                           published=store.current_generation(site.storage_key),
+                           triggers=triggers())
 
 
 @bp.get("/sites/<slug>/generations/<id:generation_id>")
@@ -57,7 +70,7 @@ def generation(slug, generation_id):
     except MissingBody:  # pruned while the page was being made: as if no longer kept
         changes = None
     return render_template("dashboard/generation.html", site=site, run=run, previous=previous,
-                           changes=changes, kept=new is not None)
+                           changes=changes, kept=new is not None, triggers=triggers())
 
 
 @bp.post("/sites/<slug>/generations/<id:generation_id>/rollback")
@@ -74,14 +87,42 @@ def generation_rollback(slug, generation_id):
     return redirect(url_for("dashboard.generations", slug=slug))
 
 
+def _ledger_args() -> tuple[str, str, int]:
+    """The ledger's engine and status filters and page number; a 400 that names the
+    parameter and its rule for anything else."""
+    engine, status = request.args.get("engine", ""), request.args.get("status", "")
+    if engine and engine not in notify.ENGINES:
+        abort(400, _("engine must be one of %(names)s; not %(value)s.",
+                     names=", ".join(notify.ENGINES), value=repr(engine[:40])))
+    if status and status not in statuses():
+        abort(400, _("status must be one of %(names)s; not %(value)s.",
+                     names=", ".join(statuses()), value=repr(status[:40])))
+    number = request.args.get("page", "1")
+    if not (number.isascii() and number.isdigit() and 1 <= int(number) <= MAX_PAGE):
+        abort(400, _("page must be a whole number from 1 to %(most)s; not %(value)s.",
+                     most=f"{MAX_PAGE:,}", value=repr(number[:40])))
+    return engine, status, int(number)
+
+
 @bp.get("/sites/<slug>/announcements")
 @require("viewer")
 def announcements(slug):
     site = load_site(slug)
-    rows = get_session().scalars(select(Delivery).where(Delivery.site_id == site.id)
-                                 .order_by(Delivery.id.desc()).limit(200)).all()
+    engine, status, number = _ledger_args()
+    where = [Delivery.site_id == site.id]
+    if engine:
+        where.append(Delivery.engine == engine)
+    if status:
+        where.append(Delivery.status == status)
+    session = get_session()
+    total = session.scalar(select(func.count()).select_from(Delivery).where(*where)) or 0
+    rows = session.scalars(select(Delivery).where(*where).order_by(Delivery.id.desc())
+                           .offset((number - 1) * PAGE).limit(PAGE)).all()
+    kept = {name: value for name, value in (("engine", engine), ("status", status)) if value}
     return render_template("dashboard/announcements.html", site=site, rows=rows,
-                           statuses=STATUSES)
+                           statuses=statuses(), engines=notify.ENGINES, engine=engine,
+                           status=status, kept=kept, page=number, total=total,
+                           pages=max(1, -(-total // PAGE)), first=(number - 1) * PAGE + 1)
 
 
 @bp.post("/sites/<slug>/announcements/<id:delivery_id>/retry")

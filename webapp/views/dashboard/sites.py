@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import abort, current_app, flash, redirect, render_template, request, url_for
 from flask_babel import format_number
 from flask_babel import gettext as _
+from flask_babel import ngettext
 from flask_login import current_user
 from sqlalchemy import func, select
 
@@ -24,7 +25,7 @@ from webapp.sites import (
 )
 from webapp.urls import health
 from webapp.views.auth import demand, require
-from webapp.views.dashboard import bp, load_site
+from webapp.views.dashboard import bp, charts, load_site
 
 # The edit form, in the order people think about a site.
 SECTIONS = {
@@ -116,39 +117,45 @@ def site(slug):
     outcomes = dict(session.execute(select(Delivery.status, func.count()).where(
         Delivery.site_id == site.id).group_by(Delivery.status)).all())
     live = health.live_count(session, site)
-    counted = [run for run in reversed(runs) if run.status in ("succeeded", "unchanged")]
-    warnings = health.warnings(session, site, live)
-    last_import = tasks.latest(session, "import", site.id)
-    rejected = last_import["result"].get("rejected") if last_import else None
-    if rejected:
-        warnings.append(health.Warning(
-            f"The last import rejected {rejected} rows",
-            last_import["message"].split("\n", 1)[-1][:2000]))
-    warnings += _blocked_engines(site)
+    warnings, dismissed = health.split_dismissed(session, site, _warnings(session, site, live))
+    if request.args.get("dismissed") == "shown":
+        warnings, dismissed = warnings + dismissed, []
     return render_template("dashboard/site.html", site=site, runs=runs[:5], live=live,
-                           chart=_line_chart([run.url_count for run in counted]),
-                           chart_runs=counted, outcomes=outcomes,
-                           warnings=warnings,
+                           chart=_url_chart(runs, live), outcomes=outcomes,
+                           warnings=warnings, dismissed=dismissed,
                            scope_note=check_site_scope(site.base_url, site.sitemap_url),
                            published=get_store(current_app).current_generation(site.storage_key))
 
 
+def _warnings(session, site: Site, live: int) -> list[health.Warning]:
+    """What the overview's Health section names: the stored URLs' warnings, the last import's
+    rejected rows and the engines that send nothing."""
+    found = health.warnings(session, site, live)
+    last_import = tasks.latest(session, "import", site.id)
+    rejected = last_import["result"].get("rejected") if last_import else None
+    if rejected:
+        found.append(health.Warning(
+            ngettext("The last import rejected %(num)d row", "The last import rejected %(num)d "
+                     "rows", rejected),
+            last_import["message"].split("\n", 1)[-1][:2000],
+            kind="import-rejected", fingerprint=health.fingerprint(last_import["id"])))
+    return found + _blocked_engines(site)
+
+
+def _url_chart(runs: list[Generation], live: int) -> dict | None:
+    """URLs over time: what each generation published (oldest first), then the live URLs now."""
+    published = [(run.started_at, run.url_count, _("Published by generation #%(id)s", id=run.id),
+                  "published") for run in reversed(runs) if run.status in ("succeeded", "unchanged")]
+    return charts.line_chart(published + [(utcnow(), live, _("Live URLs now"), "live")])
+
+
 def _blocked_engines(site: Site) -> list[health.Warning]:
     """A warning for each engine that is set up but sends nothing, and why."""
-    return [health.Warning(f"{notify.ENGINES[name].NAME} is set up but sends nothing",
-                           f"Not sent: {reason}.")
+    return [health.Warning(_("%(engine)s is set up but sends nothing",
+                             engine=notify.ENGINES[name].NAME),
+                           _("Not sent: %(reason)s.", reason=reason),
+                           kind=f"engine-{name}", fingerprint=health.fingerprint(reason))
             for name, reason in notify.blocked(site, current_app.config).items()]
-
-
-def _line_chart(values: list[int], width: int = 600, height: int = 120) -> dict | None:
-    """SVG polyline points for a small line chart of `values` (None with fewer than two)."""
-    if len(values) < 2:
-        return None
-    top = max(values) or 1
-    step = width / (len(values) - 1)
-    points = " ".join(f"{i * step:.1f},{height - 10 - (v / top) * (height - 20):.1f}"
-                      for i, v in enumerate(values))
-    return {"points": points, "top": top, "width": width, "height": height}
 
 
 @bp.route("/sites/<slug>/settings", methods=["GET", "POST"])
@@ -214,11 +221,11 @@ def site_delete(slug):
     return render_template("dashboard/site_delete.html", site=site)
 
 
-def _start(kind: str, slug: str):
+def _start(kind: str, slug: str, **arguments):
     """Record the work and send the person to its progress page; workers do it."""
     site = load_site(slug)
     session = get_session()
-    task_id = tasks.start(session, current_app._get_current_object(), kind, site)
+    task_id = tasks.start(session, current_app._get_current_object(), kind, site, **arguments)
     session.commit()
     return redirect(url_for("dashboard.task", task_id=task_id))
 
@@ -226,7 +233,7 @@ def _start(kind: str, slug: str):
 @bp.post("/sites/<slug>/regenerate")
 @require("editor")
 def site_regenerate(slug):
-    return _start("regenerate", slug)
+    return _start("regenerate", slug, trigger="button")
 
 
 @bp.post("/sites/<slug>/notify")

@@ -35,6 +35,7 @@ from webapp.urls import (
     check_url,
     csv_chunks,
     delete_urls,
+    health,
     hreflang,
     shown,
     starting_with,
@@ -65,6 +66,10 @@ def _query(site, args):
             abort(400, f"check must be one of {', '.join(verification.SHOWN)}; "
                        f"not {check[:40]!r}.")
         query = verification.with_check(query, check, site.id)
+    try:  # the URLs a health warning counts (its "Show these URLs" link)
+        query = query.where(*health.url_filter(site, args))
+    except InvalidValue as exc:
+        abort(400, str(exc))
     after = args.get("after", "")
     if sort == "newest":
         if _row_id(after) is not None:
@@ -101,8 +106,8 @@ def urls(slug):
     more = len(rows) > PAGE
     rows = rows[:PAGE]
     sort = request.args.get("sort", "loc")
-    kept = {name: request.args[name] for name in ("q", "status", "sort", "check")
-            if name in request.args}
+    kept = {name: request.args[name]
+            for name in ("q", "status", "sort", "check", "health", "lastmod") if name in request.args}
     next_args = {**kept, "after": _cursor(rows[-1], sort)} if more and rows else None
     return render_template("dashboard/urls.html", site=site, rows=rows, sorts=SORTS,
                            next_args=next_args, args=request.args, changefreqs=CHANGEFREQS,
