@@ -387,6 +387,8 @@ def measure(kind: str, server_url: str | None, folder: Path, args) -> list[str]:
         lines.append(f"{kind:10} generation: the same with two worker processes {both:.2f} s, "
                      f"{both / many:.2f}x of one (target <= 0.6x)")
         app.extensions["db_engine"].dispose()
+        if not args.lists:
+            return lines
 
         # 2. 10,000 sites and 1,000,000 URLs: the API list and the dashboard's sites page.
         url = new_database(folder, server_url, f"{label}_b")
@@ -433,6 +435,9 @@ def main() -> None:
                         help="the broker of the scheduler tick (default: the embedded one)")
     parser.add_argument("--sqlite", action=argparse.BooleanOptionalAction, default=True,
                         help="measure on SQLite (--no-sqlite: PostgreSQL only)")
+    parser.add_argument("--lists", action=argparse.BooleanOptionalAction, default=True,
+                        help="measure the lists of 10,000 sites and the clock's tick too "
+                             "(--no-lists: the generation figures only)")
     args = parser.parse_args()
     targets = ([("sqlite", None)] if args.sqlite else []) + \
         ([("postgresql", args.postgresql)] if args.postgresql else [])

@@ -13,9 +13,19 @@ from sqlalchemy import event, func, select, update
 
 from tests.builders import make_site, make_urls
 from tests.test_generate import published
-from webapp import jobs, leases
+from webapp import jobs, leases, notify
 from webapp.db import new_session
-from webapp.models import Generation, Site, Url, UrlAlternate, UrlImage, utcnow
+from webapp.models import (
+    Delivery,
+    Generation,
+    GenerationFile,
+    Site,
+    StoredFile,
+    Url,
+    UrlAlternate,
+    UrlImage,
+    utcnow,
+)
 from webapp.sitemaps import SitemapStore, build, get_store, small_sites
 from webapp.urls import delete_urls, save_url
 
@@ -301,3 +311,70 @@ def test_a_batch_whose_pruning_fails_after_its_commit_still_reports_its_runs(
     monkeypatch.setattr(SitemapStore, "drop_generations", blip)
     assert jobs.generate_many_if_due([site.id], app) == {site.id: "succeeded"}
     assert runs(session, site) == ["succeeded", "succeeded"]
+
+
+def _records(app, session, site, twin) -> dict:
+    """What the site's runs recorded and published, with `twin`'s host where the site's stands
+    and its URL ids by their rank among the site's: equal for two sites with the same URLs
+    generated the same way, whichever path generated them."""
+    session.expire_all()
+    host, other = site.base_url.encode(), twin.base_url.encode()
+    rank = {url_id: n for n, url_id in enumerate(session.scalars(
+        select(Url.id).where(Url.site_id == site.id).order_by(Url.id)))}
+    generations = session.scalars(select(Generation).where(Generation.site_id == site.id)
+                                  .order_by(Generation.id)).all()
+    run = {g.id: n for n, g in enumerate(generations)}  # the n-th run of the site
+    stored = session.execute(select(StoredFile).join(Generation).where(
+        Generation.site_id == site.id).order_by(StoredFile.generation_id, StoredFile.name))
+    return {
+        "generations": [(g.status, g.url_count, g.file_count, g.bytes, g.layout, g.change_seq,
+                         g.error, g.rollback_of) for g in generations],
+        "files": [(run[f.generation_id], f.name, f.kind, f.url_count, f.bytes, f.lastmod,
+                   rank[f.first_url_id], rank[f.last_url_id])
+                  for f in session.scalars(select(GenerationFile).join(Generation).where(
+                      Generation.site_id == site.id).order_by(GenerationFile.id))],
+        "stored": [(run[f.generation_id], f.name, f.kind, f.size, f.lastmod)
+                   for f in stored.scalars()],
+        "served": {name: (gzip.decompress(data) if name.endswith(".gz") else data)
+                   .replace(host, other) for name, data in served_bytes(app, site).items()},
+        "ledger": [(run.get(d.generation_id), d.engine, d.target, d.url_count,
+                    d.urls and d.urls.replace(site.base_url, twin.base_url), d.status,
+                    d.attempts, d.attempt_limit, d.outcome)
+                   for d in session.scalars(select(Delivery).where(Delivery.site_id == site.id)
+                                            .order_by(Delivery.id))],
+    }
+
+
+def test_a_batch_records_and_announces_what_runs_of_their_own_do(app, session):
+    """Twin sites (the same URLs on two hosts): one generated in batches with other sites,
+    the other by runs of its own, at the same moments, then their announcements planned. Every
+    record, file and planned announcement matches, over a first run and one after changes."""
+    settings = {"indexnow_enabled": True, "indexnow_key": "twinkey-0123456789"}
+    batched = rich_site(session, "TwinA", **settings)
+    alone = rich_site(session, "TwinB", **settings)
+    # The same sitemap address too, as it shapes the files (their layout's digest); set
+    # directly, past the rule that keeps two sites from publishing into one folder.
+    session.execute(update(Site).where(Site.id == alone.id)
+                    .values(sitemap_url=batched.sitemap_url))
+    session.commit()
+    others = [rich_site(session, f"Other{n}", stylesheet=bool(n)) for n in range(2)]
+    moment = utcnow().replace(microsecond=0)
+    for step in range(2):
+        if step:  # a URL added, one changed, one deleted, on both twins
+            for site in (batched, alone):
+                save_url(session, site, f"{site.base_url}added")
+                save_url(session, site, f"{site.base_url}page/4", {"lastmod": "2026-04-02"})
+                first = session.scalar(select(func.min(Url.id)).where(Url.site_id == site.id))
+                delete_urls(session, site, [first])
+            session.commit()
+        moment += timedelta(minutes=5)
+        due_now(session, batched, alone, *others)
+        outcome = jobs.regenerate_many_if_due([batched.id, *(s.id for s in others)], app,
+                                              moment)
+        assert outcome[batched.id] == "succeeded"
+        assert jobs.regenerate(alone.id, app, now=moment).status == "succeeded"
+        notify.announce(alone.id, app)
+    mine, theirs = _records(app, session, batched, alone), _records(app, session, alone, alone)
+    assert [status for status, *_ in mine["generations"]] == ["succeeded", "succeeded"]
+    assert mine["ledger"] and {engine for _, engine, *_ in mine["ledger"]} >= {"indexnow"}
+    assert mine == theirs

@@ -17,7 +17,7 @@ from flask import Flask, current_app
 from sqlalchemy import bindparam, case, insert, or_, select, update
 from sqlalchemy.orm import Session
 
-from webapp import leases, notify
+from webapp import leases, many_rows, notify
 from webapp.db import new_session
 from webapp.errors import NotFound
 from webapp.leases import SiteBusy
@@ -407,12 +407,13 @@ def _regenerate_small_sites(app: Flask, site_ids: list[int], now: datetime,
                     scheduled.add(site.id)
         runs, _ = write_small_sites(session, small, now)
         statuses = _record_small_runs(session, store, runs, scheduled)
-        seq = bindparam("seq")
+        seq = bindparam("seq", type_=Site.change_seq.type)
         leases.release_many(session, owner, [
             {"site": run.site.id, "seq": run.site.change_seq,
              "next": next_run(run.site.schedule, run.site.timezone, now)
              if run.site.id in scheduled else run.site.next_run_at} for run in runs],
-            generated_seq=seq, retry_at=None, next_run_at=bindparam("next"),
+            generated_seq=seq, retry_at=None,
+            next_run_at=bindparam("next", type_=Site.next_run_at.type),
             pending_since=case((Site.change_seq > seq, Site.changed_at), else_=None))
         run_ids = {run.site.id for run in runs}
         leases.release_many(session, owner, [{"site": site_id} for site_id in claimed
@@ -452,12 +453,13 @@ def _record_small_runs(session: Session, store, runs, scheduled: set[int],
     now = utcnow()
     site_ids = [run.site.id for run in runs]
     session.execute(update(Generation).where(
-        Generation.site_id.in_(site_ids), Generation.status.in_(("running", "publishing")),
+        many_rows.among(session, Generation.site_id, site_ids),
+        Generation.status.in_(("running", "publishing")),
     ).values(status="failed", finished_at=now, error="interrupted: the run stopped unfinished"))
     statuses = ["unchanged" if run.unchanged else "succeeded" for run in runs]
     table = Generation.__table__
-    ids = dict(session.connection().execute(
-        insert(table).returning(table.c.site_id, table.c.id), [
+    ids = dict(many_rows.insert_rows(
+        session, table, statement=insert(table).returning(table.c.site_id, table.c.id), rows=[
             {"site_id": run.site.id, "status": status, "started_at": now, "finished_at": now,
              "change_seq": run.site.change_seq, "layout": run.layout,
              "url_count": run.file.url_count, "file_count": 1, "bytes": run.file.bytes,

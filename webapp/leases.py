@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import bindparam, or_, select, update
 from sqlalchemy.orm import Session
 
+from webapp import many_rows
 from webapp.models import Site, utcnow
 
 log = logging.getLogger(__name__)
@@ -89,7 +90,7 @@ def claim_many(session: Session, site_ids: list[int], now: datetime, owner: str)
     """
     if not site_ids:
         return []
-    free = (Site.id.in_(sorted(set(site_ids))), or_(
+    free = (many_rows.among(session, Site.id, sorted(set(site_ids))), or_(
         Site.run_owner.is_(None), Site.run_lease_until.is_(None), Site.run_lease_until <= now))
     if session.get_bind().dialect.name == "postgresql":
         return list(session.scalars(select(Site).where(*free).order_by(Site.id)
@@ -155,14 +156,13 @@ def release(session: Session, site_id: int, owner: str, **values) -> None:
 def release_many(session: Session, owner: str, params: list[dict], **values) -> None:
     """Give back sites taken with `claim_many`, uncommitted, setting `values` on them in one
     statement: `params` holds, per site, its id as "site" and the bind parameters that
-    `values` refer to."""
+    `values` refer to (each given its SQL type: on PostgreSQL they travel as arrays)."""
     if not params:
         return
-    condition = Site.id == bindparam("site")
-    if session.get_bind().dialect.name != "postgresql":
+    condition = Site.id == bindparam("site", type_=Site.id.type)
+    if not many_rows.on_postgresql(session):
         condition &= Site.run_owner == owner
     elif not values:
         return  # only locked: the commit gives them back
-    session.connection().execute(
-        update(Site).where(condition).values(run_owner=None, run_lease_until=None, **values),
-        params)
+    many_rows.update_rows(session, update(Site).where(condition).values(
+        run_owner=None, run_lease_until=None, **values), params)

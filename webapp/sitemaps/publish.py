@@ -30,11 +30,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
-from sqlalchemy import case, delete, exists, insert, or_, select, update
+from sqlalchemy import bindparam, case, delete, exists, insert, or_, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 from werkzeug.http import http_date
 
+from webapp import many_rows
 from webapp.db import after_commit
 from webapp.models import FileBody, FileBodyPart, Generation, Site, StoredFile, utcnow
 from webapp.sitemaps.build import gzip_writer
@@ -298,17 +299,31 @@ class SitemapStore:
                  "gzip_size": None if e.gzip_size is None else gzip_sizes[e.sha256],
                  "lastmod": e.lastmod} for s in sets for e in s.entries]
         if rows:  # a site without URLs publishes an empty set: nothing is served
-            session.connection().execute(insert(StoredFile.__table__), rows)
-        target = case({s.key: s.generation_id for s in sets}, value=Site.storage_key)
-        moved = set(session.scalars(
-            update(Site).where(Site.storage_key.in_([s.key for s in sets]), or_(
-                Site.published_generation_id.is_(None), Site.published_generation_id < target))
-            .values(published_generation_id=target).returning(Site.storage_key)
-            .execution_options(synchronize_session=False)))
+            many_rows.insert_rows(session, StoredFile.__table__, rows)
+        moved = self._move_published(session, sets)
         stale = [s.generation_id for s in sets if s.key not in moved]
         if stale:
             session.execute(delete(StoredFile).where(StoredFile.generation_id.in_(stale)))
         return moved
+
+    @staticmethod
+    def _move_published(session: Session, sets: Sequence[NewSet]) -> set[str]:
+        """Move each site's published generation to its set's unless a newer one is published
+        already; the keys of the sites moved."""
+        if many_rows.on_postgresql(session):
+            key = bindparam("key", type_=Site.storage_key.type)
+            target = bindparam("generation", type_=Site.published_generation_id.type)
+            return set(many_rows.update_rows(session, update(Site).where(
+                Site.storage_key == key, or_(Site.published_generation_id.is_(None),
+                                             Site.published_generation_id < target))
+                .values(published_generation_id=target).returning(Site.storage_key),
+                [{"key": s.key, "generation": s.generation_id} for s in sets]).scalars())
+        target = case({s.key: s.generation_id for s in sets}, value=Site.storage_key)
+        return set(session.scalars(
+            update(Site).where(Site.storage_key.in_([s.key for s in sets]), or_(
+                Site.published_generation_id.is_(None), Site.published_generation_id < target))
+            .values(published_generation_id=target).returning(Site.storage_key)
+            .execution_options(synchronize_session=False)))
 
     @staticmethod
     def _gzip_sizes(session: Session, digests: set[str]) -> dict[str, int]:
@@ -316,7 +331,8 @@ class SitemapStore:
         if not digests:
             return {}
         return dict(session.execute(select(FileBody.digest, FileBody.gzip_size)
-                                    .where(FileBody.digest.in_(digests))).all())
+                                    .where(many_rows.among(session, FileBody.digest, digests)))
+                    .all())
 
     def store_bodies(self, session: Session, bodies: dict[str, tuple[int, bytes]],
                      ) -> dict[str, int]:
@@ -329,17 +345,18 @@ class SitemapStore:
             return sizes
         now = utcnow()
         # One statement, many parameter sets: compiled once and cached, whatever the count.
-        inserted = set(session.connection().execute(
-            _insert_ignoring_conflicts(session).on_conflict_do_nothing(index_elements=["digest"])
-            .returning(FileBody.__table__.c.digest),
+        inserted = set(many_rows.insert_rows(
+            session, FileBody.__table__,
             [{"digest": digest, "size": bodies[digest][0], "gzip_size": len(bodies[digest][1]),
-              "created_at": now} for digest in new]).scalars())
+              "created_at": now} for digest in new],
+            _insert_ignoring_conflicts(session).on_conflict_do_nothing(index_elements=["digest"])
+            .returning(FileBody.__table__.c.digest)).scalars())
         parts = [{"digest": digest, "position": position,
                   "data": bodies[digest][1][start:start + PART_BYTES]}
                  for digest in sorted(inserted)
                  for position, start in enumerate(range(0, len(bodies[digest][1]), PART_BYTES))]
         if parts:
-            session.connection().execute(insert(FileBodyPart.__table__), parts)
+            many_rows.insert_rows(session, FileBodyPart.__table__, parts)
         if len(inserted) < len(new):  # another run stored some a moment ago: theirs count
             sizes.update(self._gzip_sizes(session, set(new) - inserted))
         sizes.update({digest: len(bodies[digest][1]) for digest in inserted})
@@ -409,7 +426,7 @@ class SitemapStore:
         for site_id, generation in session.execute(
                 select(Generation.site_id, StoredFile.generation_id).distinct()
                 .join(Generation, Generation.id == StoredFile.generation_id)
-                .where(Generation.site_id.in_(published))):
+                .where(many_rows.among(session, Generation.site_id, published))):
             kept.setdefault(site_id, []).append(generation)
         return [generation for site_id, generations in kept.items()
                 for generation in sorted(generations, reverse=True)[keep:]

@@ -25,9 +25,10 @@ from functools import cache
 from operator import itemgetter
 from typing import NamedTuple
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from webapp import many_rows
 from webapp.models import (
     Generation,
     GenerationFile,
@@ -172,7 +173,7 @@ def _url_fragments(session: Session, sites: Sequence[Site]) -> dict[int, SiteUrl
     """Per site with live URLs, its URLs written. Three queries for every site, read whole:
     the sites are small."""
     by_id = {site.id: site for site in sites}
-    live = (Url.site_id.in_(by_id), Url.deleted_at.is_(None))
+    live = (many_rows.among(session, Url.site_id, by_id), Url.deleted_at.is_(None))
     connection = session.connection()  # rows as tuples: no ORM work per row
     images: dict[int, str] = {}
     image_sites: set[int] = set()
@@ -219,7 +220,8 @@ def _previous_files(session: Session, site_ids: list[int],
                     ) -> dict[int, tuple[int, dict[str, GenerationFile]]]:
     """Per site, its last successful generation and that generation's files by name."""
     latest = select(func.max(Generation.id)).where(
-        Generation.site_id.in_(site_ids), Generation.status == "succeeded",
+        many_rows.among(session, Generation.site_id, site_ids),
+        Generation.status == "succeeded",
     ).group_by(Generation.site_id)
     found: dict[int, tuple[int, dict[str, GenerationFile]]] = {}
     for site_id, file in session.execute(
@@ -238,7 +240,7 @@ def _served_stylesheets(session: Session, generation_ids: list[int],
         for generation_id, name, digest, lastmod in session.execute(
                 select(StoredFile.generation_id, StoredFile.name, StoredFile.digest,
                        StoredFile.lastmod)
-                .where(StoredFile.generation_id.in_(generation_ids),
+                .where(many_rows.among(session, StoredFile.generation_id, generation_ids),
                        StoredFile.kind == "stylesheet").order_by(StoredFile.name)):
             found.setdefault(generation_id, []).append(
                 (name, digest, datetime.fromisoformat(lastmod) if lastmod else None))
@@ -251,7 +253,7 @@ def publish_small_sites(session: Session, store: SitemapStore,
     transaction; the ids of the sites whose set goes live when the caller commits."""
     if not runs:
         return set()
-    session.connection().execute(insert(GenerationFile.__table__), [
+    many_rows.insert_rows(session, GenerationFile.__table__, [
         {"generation_id": generation_id, "name": f.name, "kind": f.kind,
          "url_count": f.url_count, "bytes": f.bytes, "gzip_bytes": f.gzip_bytes,
          "sha256": f.sha256, "first_url_id": f.first_url_id, "last_url_id": f.last_url_id,
