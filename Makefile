@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-stamp
 WORKERS ?= 2
 BIND ?= 127.0.0.1:$(PORT)
 
-.PHONY: install run run-prod test bench clean translations
+.PHONY: install run run-prod test bench clean translations tour
 
 CATALOGS := webapp/translations
 AXE := tests/browser/node_modules/axe-core/axe.min.js
@@ -72,6 +72,10 @@ run-prod: install
 
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The README's screenshots (webapp/static/tour/), taken in Chromium from a seeded dashboard.
+tour: install
+	$(BIN)/python -m tests.browser.tour
 
 # With TEST_POSTGRESQL_URL set, the database benchmarks also run on PostgreSQL (each in a
 # schema of its own, dropped at the end).

@@ -10,25 +10,17 @@ from __future__ import annotations
 
 import re
 import os
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from tests.builders import served
-from webapp import jobs, tasks
-from webapp.models import Delivery, Site, utcnow
-from webapp.protocol import normalize_url
-from webapp.sites import create_site, update_site
-from webapp.tokens import create_token
-from webapp.urls import save_url
-from webapp.users import create_user
+from tests.showcase import PASSWORD, seed_showcase
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts" / "pages"
 AXE = ROOT / "tests" / "browser" / "node_modules" / "axe-core" / "axe.min.js"
-PASSWORD = "correct horse battery"
 LANGUAGES = ("en", "ja")
 PHONE, DESKTOP = 390, 1280
 
@@ -58,69 +50,11 @@ SIGNED_OUT = {"sign-in"}
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
                                 reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)")
 
-LONG = ("products/outdoor/hiking-and-trekking/waterproof-breathable-lightweight-three-layer-"
-        "shell-jacket-for-alpine-conditions-2026-edition?colour=forest-green&size=extra-large"
-        "&utm_source=newsletter&utm_campaign=autumn-sale-2026")
-
 
 @pytest.fixture
-def seeded(app, engine):
-    """A site as people run it: long and Japanese URLs, images, language versions, a few
-    generations and announcements, a finished task, three accounts and a token."""
-    ids = {}
-    with app.extensions["db_sessionmaker"]() as session:
-        admin = create_user(session, "owner@example.com", PASSWORD, "admin")
-        create_user(session, "editor@example.com", PASSWORD, "editor")
-        create_user(session, "viewer@example.com", PASSWORD, "viewer")
-        site, _ = create_site(session, "日本のアウトドア用品店 Mountain Gear",
-                              "https://例え.jp/", settings={"change_delay": "0"})
-        empty, _ = create_site(session, "Nothing here yet", "https://empty.example.com/")
-        base = "https://例え.jp/"
-        for n in range(12):
-            save_url(session, site, normalize_url(f"{base}{LONG}&page={n}"),
-                     {"lastmod": "2026-11-0{}".format(1 + n % 9), "changefreq": "weekly",
-                      "priority": "0.6"},
-                     images=[normalize_url(f"{base}画像/ジャケット-{n}-正面から見た写真.jpg")])
-        japanese, _ = save_url(
-            session, site, normalize_url(f"{base}日本語の記事/登山用品の選び方-初心者向けガイド"),
-            {"lastmod": "2026-11-20"},
-            alternates=[f"ja={normalize_url(base + '日本語の記事/登山用品の選び方-初心者向けガイド')}",
-                        f"en={normalize_url(base + 'en/articles/choosing-hiking-gear')}"])
-        save_url(session, site, normalize_url(f"{base}en/articles/choosing-hiking-gear"), {},
-                 alternates=[f"ja={normalize_url(base + '日本語の記事/登山用品の選び方-初心者向けガイド')}",
-                             f"en={normalize_url(base + 'en/articles/choosing-hiking-gear')}"])
-        create_token(session, admin, "CMS on www", "write", [site])
-        session.commit()
-        ids.update(slug=site.slug, empty_slug=empty.slug, site_id=site.id,
-                   japanese_url_id=japanese.id, url_id=min(url.id for url in site.urls))
-    generations = []
-    for lastmod in ("2026-11-21", "2026-11-22", "2026-11-23"):
-        generations.append(jobs.regenerate(ids["site_id"], app).id)
-        with app.extensions["db_sessionmaker"]() as session:
-            site = session.get(Site, ids["site_id"])
-            save_url(session, site, normalize_url("https://例え.jp/日本語の記事/登山用品の選び方-初心者向けガイド"),
-                     {"lastmod": lastmod})
-            session.commit()
-    with app.extensions["db_sessionmaker"]() as session:
-        site = session.get(Site, ids["site_id"])
-        now = utcnow()
-        session.add_all([
-            Delivery(site_id=site.id, engine="indexnow", generation_id=generations[-1],
-                     url_count=14, status="delivered", attempts=1, attempt_limit=4,
-                     http_status=200, outcome="200: the URLs were received", created_at=now),
-            Delivery(site_id=site.id, engine="gsc", generation_id=generations[-1],
-                     target=site.sitemap_url, status="failed", attempts=4, attempt_limit=4,
-                     http_status=403, created_at=now - timedelta(hours=1),
-                     outcome="403: the service account is not an owner of the property"),
-            Delivery(site_id=site.id, engine="indexnow", generation_id=generations[0],
-                     url_count=3, status="pending", attempts=1, attempt_limit=4,
-                     next_attempt_at=now + timedelta(minutes=5), created_at=now),
-        ])
-        update_site(session, site, {"indexnow_enabled": "on"})
-        ids["task_id"] = tasks.start(session, app, "regenerate", site)
-        session.commit()
-    ids["generation_id"] = generations[-1]
-    return ids
+def seeded(app):
+    """The showcase dashboard (tests/showcase.py)."""
+    return seed_showcase(app)
 
 
 @pytest.fixture
