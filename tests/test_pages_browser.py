@@ -180,8 +180,9 @@ def tab_to(page, text: str, limit: int = 60) -> None:
             const el = document.activeElement;
             const style = getComputedStyle(el);
             const label = el.labels && el.labels.length ? el.labels[0].innerText : '';
-            return {text: (el.innerText || el.value || label || el.getAttribute('aria-label') || '').trim(),
-                    label: label.trim(), outline: style.outlineStyle, width: style.outlineWidth};
+            const text = el.innerText || el.value || label || el.getAttribute('aria-label') || '';
+            return {text: text.trim(), label: label.trim(), outline: style.outlineStyle,
+                    width: style.outlineWidth};
         }""")
         if text in (focused["text"], focused["label"]):
             # the app's own ring (app.css, :focus-visible), not the browser's thin default
@@ -216,6 +217,8 @@ def test_sign_in_create_a_site_and_regenerate_it_with_the_keyboard_alone(app, br
     tab_to(page, "URLs")
     page.keyboard.press("Enter")
     page.wait_for_url(f"{server}/sites/keyboard-shop/urls")
+    tab_to(page, "one at a time")  # the next steps of a site without URLs
+    page.keyboard.press("Enter")  # unfolds "Add a URL"
     tab_to(page, "URL")
     page.keyboard.type("https://keys.example.com/first")
     tab_to(page, "Add")
