@@ -9,12 +9,19 @@ STAMP := $(VENV)/.installed-stamp
 WORKERS ?= 2
 BIND ?= 127.0.0.1:$(PORT)
 
-.PHONY: install run run-prod test bench clean translations
+.PHONY: install run run-prod test bench clean translations tour
 
 CATALOGS := webapp/translations
+AXE := tests/browser/node_modules/axe-core/axe.min.js
 MO_FILES := $(patsubst %.po,%.mo,$(wildcard $(CATALOGS)/*/LC_MESSAGES/messages.po))
 
-install: $(STAMP) $(MO_FILES)
+install: $(STAMP) $(MO_FILES) $(AXE)
+
+# axe-core for the browser tests' accessibility scan, at the version package-lock.json pins;
+# skipped (and the scan with it, saying why) where npm is not installed.
+$(AXE): tests/browser/package.json tests/browser/package-lock.json
+	if command -v npm >/dev/null; then npm ci --prefix tests/browser --no-audit --no-fund --silent && touch $@; \
+	else echo "npm not found: the axe-core scan in tests/test_pages_browser.py will be skipped"; fi
 
 # The compiled catalogs the dashboard reads, rebuilt whenever a .po file changes.
 $(CATALOGS)/%/LC_MESSAGES/messages.mo: $(CATALOGS)/%/LC_MESSAGES/messages.po $(STAMP)
@@ -65,6 +72,10 @@ run-prod: install
 
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The README's screenshots (webapp/static/tour/), taken in Chromium from a seeded dashboard.
+tour: install
+	$(BIN)/python -m tests.browser.tour
 
 # With TEST_POSTGRESQL_URL set, the database benchmarks also run on PostgreSQL (each in a
 # schema of its own, dropped at the end).

@@ -26,7 +26,7 @@ from webapp.sitemaps import get_store
 from webapp.sitemaps.publish import SitemapStore
 from webapp.sites import delete_site, find_site, update_site
 from webapp.urls import delete_url, save_url
-from webapp.views.public import FileMemory
+from webapp.views.public import VIEW_VERSION, FileMemory
 
 SHOP = "https://shop.example.com"
 
@@ -429,7 +429,7 @@ def test_people_get_an_html_table_of_any_published_sitemap(app, client, shop):
     assert index.status_code == 200
     store = get_store(app)
     rendered = store.view_path(store.published(shop.storage_key).files["sitemap.xml"],
-                               f"{SHOP}/\n/sitemaps/shop/view/")
+                               f"{VIEW_VERSION}\n{SHOP}/\n/sitemaps/shop/view/")
     assert rendered.read_bytes() == index.data  # rendered once
     assert index.headers["Content-Type"] == "text/html; charset=utf-8"
     page = etree.fromstring(index.data, etree.HTMLParser())

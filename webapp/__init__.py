@@ -16,7 +16,7 @@ def create_app(overrides: Mapping[str, object] | None = None) -> Flask:
     from flask import Flask
 
     from webapp import cli, config, db, i18n, sitemaps, tasks
-    from webapp.views import api, auth, dashboard, http, public, status
+    from webapp.views import api, auth, dashboard, display, http, public, status
 
     settings = config.load(overrides)
     app = Flask(__name__, instance_path=str(settings["INSTANCE_PATH"]),
@@ -29,6 +29,7 @@ def create_app(overrides: Mapping[str, object] | None = None) -> Flask:
     public.init_app(app)  # crawlers are answered before Flask sees the request
     http.init_app(app)  # proxy headers, CSRF, security headers, error pages
     auth.init_app(app)
+    display.init_app(app)  # template filters: URLs as people read them
     cli.init_app(app)
     app.register_blueprint(dashboard.bp)
     app.register_blueprint(api.bp)

@@ -6,7 +6,8 @@
     xmlns:sm="http://www.sitemaps.org/schemas/sitemap/0.9"
     xmlns:image="http://www.google.com/schemas/sitemap-image/1.1"
     xmlns:xhtml="http://www.w3.org/1999/xhtml"
-    exclude-result-prefixes="sm image xhtml">
+    xmlns:display="urn:sitemap-dashboard:display"
+    exclude-result-prefixes="sm image xhtml display">
   <xsl:output method="html" encoding="UTF-8" indent="yes" doctype-system="about:legacy-compat"/>
   <!-- Set by the server-side view: links from an index then lead to the view of each file. -->
   <xsl:param name="folder" select="''"/>
@@ -23,14 +24,35 @@
           table { border-collapse: collapse; width: 100%; }
           th, td { text-align: left; padding: .35rem .6rem; border-bottom: 1px solid #ddd; vertical-align: top; }
           th { background: #f3f4f6; position: sticky; top: 0; }
-          td.url { word-break: break-all; }
+          td.url { overflow-wrap: anywhere; }
           p.note { color: #555; }
+          /* A phone: each row a card, each cell labelled with its column's heading. */
+          @media (max-width: 40rem) {
+            body { margin: 1rem auto; }
+            thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+            table, tbody, tr, td { display: block; width: 100%; }
+            tr { border-bottom: 1px solid #ddd; padding: .3rem 0; }
+            td { border: none; padding: .1rem .3rem; overflow-wrap: anywhere; }
+            td[data-label]::before { content: attr(data-label); display: inline-block; min-width: 8rem; padding-right: .6rem; color: #555; font-size: .85rem; font-weight: 600; }
+          }
         </style>
       </head>
       <body>
         <xsl:apply-templates select="sm:urlset | sm:sitemapindex"/>
       </body>
     </html>
+  </xsl:template>
+
+  <!-- A URL as a person reads it: decoded by the server-side view (display:url), as written
+       where a browser applies this stylesheet; the title holds it as published. -->
+  <xsl:template name="loc">
+    <xsl:param name="href"/>
+    <a href="{$href}" title="{sm:loc}">
+      <xsl:choose>
+        <xsl:when test="function-available('display:url')"><xsl:value-of select="display:url(string(sm:loc))"/></xsl:when>
+        <xsl:otherwise><xsl:value-of select="sm:loc"/></xsl:otherwise>
+      </xsl:choose>
+    </a>
   </xsl:template>
 
   <xsl:template match="sm:sitemapindex">
@@ -46,12 +68,12 @@
               <xsl:variable name="name" select="substring-after(sm:loc, $folder)"/>
               <xsl:choose>
                 <xsl:when test="$view != '' and $name != ''">
-                  <a href="{$view}{$name}"><xsl:value-of select="sm:loc"/></a>
+                  <xsl:call-template name="loc"><xsl:with-param name="href" select="concat($view, $name)"/></xsl:call-template>
                 </xsl:when>
-                <xsl:otherwise><a href="{sm:loc}"><xsl:value-of select="sm:loc"/></a></xsl:otherwise>
+                <xsl:otherwise><xsl:call-template name="loc"><xsl:with-param name="href" select="sm:loc"/></xsl:call-template></xsl:otherwise>
               </xsl:choose>
             </td>
-            <td><xsl:value-of select="sm:lastmod"/></td>
+            <td data-label="Last modified"><xsl:value-of select="sm:lastmod"/></td>
           </tr>
         </xsl:for-each>
       </tbody>
@@ -70,12 +92,12 @@
       <tbody>
         <xsl:for-each select="sm:url">
           <tr>
-            <td class="url"><a href="{sm:loc}"><xsl:value-of select="sm:loc"/></a></td>
-            <td><xsl:value-of select="sm:lastmod"/></td>
-            <td><xsl:value-of select="sm:changefreq"/></td>
-            <td><xsl:value-of select="sm:priority"/></td>
-            <td><xsl:value-of select="count(image:image)"/></td>
-            <td><xsl:for-each select="xhtml:link"><xsl:value-of select="@hreflang"/><xsl:text> </xsl:text></xsl:for-each></td>
+            <td class="url"><xsl:call-template name="loc"><xsl:with-param name="href" select="sm:loc"/></xsl:call-template></td>
+            <td data-label="Last modified"><xsl:value-of select="sm:lastmod"/></td>
+            <td data-label="Change frequency"><xsl:value-of select="sm:changefreq"/></td>
+            <td data-label="Priority"><xsl:value-of select="sm:priority"/></td>
+            <td data-label="Images"><xsl:value-of select="count(image:image)"/></td>
+            <td data-label="Languages"><xsl:for-each select="xhtml:link"><xsl:value-of select="@hreflang"/><xsl:text> </xsl:text></xsl:for-each></td>
           </tr>
         </xsl:for-each>
       </tbody>

@@ -39,7 +39,15 @@ function followTask(section) {
   poll();
 }
 
+// A link to a folded section (<details id=...>, e.g. "#add-url") unfolds it.
+function openTarget() {
+  const target = window.location.hash && document.getElementById(window.location.hash.slice(1));
+  if (target && target.tagName === "DETAILS") target.open = true;
+}
+window.addEventListener("hashchange", openTarget);
+
 document.addEventListener("DOMContentLoaded", () => {
+  openTarget();
   const section = document.querySelector("[data-task]");
   if (section && section.dataset.finished !== "yes") followTask(section);
 });

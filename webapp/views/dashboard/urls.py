@@ -44,9 +44,10 @@ from webapp.urls import (
 from webapp.verify import health as verification
 from webapp.views.auth import demand, require
 from webapp.views.dashboard import bp, load_site
+from webapp.views.display import readable_url
 
 PAGE = 50
-SORTS = {"loc": "URL (A to Z)", "newest": "Newest first", "lastmod": "Last modified"}
+SORTS = {"loc": _l("URL (A to Z)"), "newest": _l("Newest first"), "lastmod": _l("Last modified")}
 FIELDS = ("lastmod", "changefreq", "priority")
 
 
@@ -194,8 +195,11 @@ def url_edit(slug, url_id):
             return redirect(url_for("dashboard.url_edit", slug=slug, url_id=url_id))
     return render_template(
         "dashboard/url_edit.html", site=site, url=url, errors=errors, form=form,
-        changefreqs=CHANGEFREQS, images="\n".join(image.loc for image in url.images),
-        alternates="\n".join(f"{a.hreflang}={a.href}" for a in url.alternates),
+        # Shown decoded: saving normalises them back to the same encoded URLs.
+        changefreqs=CHANGEFREQS,
+        images="\n".join(readable_url(image.loc, site.encoding) for image in url.images),
+        alternates="\n".join(f"{a.hreflang}={readable_url(a.href, site.encoding)}"
+                              for a in url.alternates),
     ), 422 if errors else 200
 
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from flask import Flask
 
-from webapp.views.public.files import FileMemory, PublicFiles
+from webapp.views.public.files import VIEW_VERSION, FileMemory, PublicFiles
 from webapp.views.public.routes import SiteRoutes
 
-__all__ = ["FileMemory", "PublicFiles", "SiteRoutes", "init_app"]
+__all__ = ["VIEW_VERSION", "FileMemory", "PublicFiles", "SiteRoutes", "init_app"]
 
 
 def init_app(app: Flask) -> None:

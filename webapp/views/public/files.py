@@ -3,6 +3,7 @@ docstring for what it serves where), and the memory of small bodies it keeps."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
@@ -22,6 +23,7 @@ from webapp.sitemaps import (
     SitemapStore,
     replace_file,
 )
+from webapp.views.display import readable_url
 from webapp.views.public.routes import SiteRoute, SiteRoutes, host_robots_txt, request_origin
 
 XML = "application/xml; charset=utf-8"
@@ -76,7 +78,15 @@ class FileMemory:
         return body
 
 
-_TRANSFORM = etree.XSLT(etree.parse(str(STYLESHEET)))
+def _display_url(_context, loc: str) -> str:
+    return readable_url(loc)
+
+
+# The server-side view shows URLs decoded, as the dashboard does (display:url in the stylesheet).
+_TRANSFORM = etree.XSLT(etree.parse(str(STYLESHEET)),
+                        extensions={("urn:sitemap-dashboard:display", "url"): _display_url})
+# Part of each cached rendering's name, so that a changed stylesheet is rendered afresh.
+VIEW_VERSION = hashlib.sha256(STYLESHEET.read_bytes()).hexdigest()[:12]
 _transform_lock = threading.Lock()  # an XSLT object must not run in two threads at once
 
 
@@ -229,7 +239,7 @@ class PublicFiles:
         if file is None or file.kind not in ("urlset", "index"):
             return _text("404 Not Found", f"Site {route.slug!r} publishes no sitemap {name!r}.\n")
         folder, links = route.sitemap_url_folder, f"/sitemaps/{route.slug}/view/"
-        page = self.store.view_path(file, f"{folder}\n{links}")
+        page = self.store.view_path(file, f"{VIEW_VERSION}\n{folder}\n{links}")
         headers = [("Content-Type", "text/html; charset=utf-8"), *COMMON,
                    ("Content-Security-Policy", VIEW_POLICY)]
         try:

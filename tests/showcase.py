@@ -1,0 +1,80 @@
+"""A dashboard as people run it, for the browser tests and the README's tour: a Japanese shop
+with long and Japanese URLs, images and language versions, a few generations and announcements,
+a finished task, an ordinary second site, an empty third one, three accounts and a token."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from flask import Flask
+
+from webapp import jobs, tasks
+from webapp.models import Delivery, Site, utcnow
+from webapp.protocol import normalize_url
+from webapp.sites import create_site, update_site
+from webapp.tokens import create_token
+from webapp.urls import save_url
+from webapp.users import create_user
+
+PASSWORD = "correct horse battery"
+BASE = "https://例え.jp/"
+LONG = ("products/outdoor/hiking-and-trekking/waterproof-breathable-lightweight-three-layer-"
+        "shell-jacket-for-alpine-conditions-2026-edition?colour=forest-green&size=extra-large"
+        "&utm_source=newsletter&utm_campaign=autumn-sale-2026")
+ARTICLE = normalize_url(f"{BASE}日本語の記事/登山用品の選び方-初心者向けガイド")
+ENGLISH = normalize_url(f"{BASE}en/articles/choosing-hiking-gear")
+
+
+def seed_showcase(app: Flask) -> dict:
+    """Seed the database of `app`; the ids and slugs the page paths need."""
+    sessions = app.extensions["db_sessionmaker"]
+    with sessions() as session:
+        admin = create_user(session, "owner@example.com", PASSWORD, "admin")
+        create_user(session, "editor@example.com", PASSWORD, "editor")
+        create_user(session, "viewer@example.com", PASSWORD, "viewer")
+        site, _ = create_site(session, "日本のアウトドア用品店 Mountain Gear", BASE,
+                              settings={"change_delay": "0"})
+        shop, _ = create_site(session, "Example Shop", "https://shop.example.com/")
+        empty, _ = create_site(session, "Nothing here yet", "https://empty.example.com/")
+        for n in range(12):
+            save_url(session, site, normalize_url(f"{BASE}{LONG}&page={n}"),
+                     {"lastmod": f"2026-11-0{1 + n % 9}", "changefreq": "weekly",
+                      "priority": "0.6"},
+                     images=[normalize_url(f"{BASE}画像/ジャケット-{n}-正面から見た写真.jpg")])
+        article, _ = save_url(session, site, ARTICLE, {"lastmod": "2026-11-20"},
+                              alternates=[f"ja={ARTICLE}", f"en={ENGLISH}"])
+        save_url(session, site, ENGLISH, {}, alternates=[f"ja={ARTICLE}", f"en={ENGLISH}"])
+        for path in ("", "shoes", "shoes/red-running-shoes", "about"):
+            save_url(session, shop, f"https://shop.example.com/{path}", {"lastmod": "2026-11-24"})
+        create_token(session, admin, "CMS on www", "write", [site])
+        session.commit()
+        ids = {"slug": site.slug, "empty_slug": empty.slug, "site_id": site.id,
+               "shop_id": shop.id, "japanese_url_id": article.id,
+               "url_id": min(url.id for url in site.urls)}
+    jobs.regenerate(ids["shop_id"], app)
+    generations = []
+    for lastmod in ("2026-11-21", "2026-11-22", "2026-11-23"):
+        generations.append(jobs.regenerate(ids["site_id"], app).id)
+        with sessions() as session:
+            save_url(session, session.get(Site, ids["site_id"]), ARTICLE, {"lastmod": lastmod})
+            session.commit()
+    with sessions() as session:
+        site = session.get(Site, ids["site_id"])
+        now = utcnow()
+        session.add_all([
+            Delivery(site_id=site.id, engine="indexnow", generation_id=generations[-1],
+                     url_count=14, status="delivered", attempts=1, attempt_limit=4,
+                     http_status=200, outcome="200: the URLs were received", created_at=now),
+            Delivery(site_id=site.id, engine="gsc", generation_id=generations[-1],
+                     target=site.sitemap_url, status="failed", attempts=4, attempt_limit=4,
+                     http_status=403, created_at=now - timedelta(hours=1),
+                     outcome="403: the service account is not an owner of the property"),
+            Delivery(site_id=site.id, engine="indexnow", generation_id=generations[0],
+                     url_count=3, status="pending", attempts=1, attempt_limit=4,
+                     next_attempt_at=now + timedelta(minutes=5), created_at=now),
+        ])
+        update_site(session, site, {"indexnow_enabled": "on"})
+        ids["task_id"] = tasks.start(session, app, "regenerate", site)
+        session.commit()
+    ids["generation_id"] = generations[-1]
+    return ids
