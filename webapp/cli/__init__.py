@@ -42,9 +42,19 @@ def friendly_errors(command):
 
 
 def init_app(app: Flask) -> None:
-    from webapp.cli import notify, scheduler, sitemaps, sites, tokens, urls, users, worker
+    from webapp.cli import (
+        credentials,
+        notify,
+        scheduler,
+        sitemaps,
+        sites,
+        tokens,
+        urls,
+        users,
+        worker,
+    )
 
-    for module in (sites, urls, sitemaps, notify, scheduler, users, tokens):
+    for module in (sites, urls, sitemaps, notify, scheduler, users, tokens, credentials):
         app.cli.add_command(module.group)
     app.cli.add_command(notify.notify_command)
     app.cli.add_command(worker.worker)
