@@ -24,7 +24,7 @@ $(CATALOGS)/%/LC_MESSAGES/messages.mo: $(CATALOGS)/%/LC_MESSAGES/messages.po $(S
 # then translate what is new (msgstr "") in $(CATALOGS)/ja/LC_MESSAGES/messages.po.
 translations: $(STAMP)
 	$(BIN)/pybabel extract --no-location --sort-output -F $(CATALOGS)/babel.cfg -k _l -k lazy_gettext \
-		-k ngettext -k lazy_ngettext -o $(CATALOGS)/messages.pot .
+		-k ngettext:1,2 -k lazy_ngettext:1,2 -o $(CATALOGS)/messages.pot .
 	$(BIN)/pybabel update --no-fuzzy-matching -i $(CATALOGS)/messages.pot -d $(CATALOGS)
 
 # Reinstall whenever the dependency list changes.

@@ -25,6 +25,7 @@ def load_site(slug: str) -> Site:
 from webapp.views.dashboard import (  # noqa: E402  (routes attach themselves to bp)
     account,
     history,
+    settings,
     sites,
     tasks,
     tokens,
@@ -32,4 +33,5 @@ from webapp.views.dashboard import (  # noqa: E402  (routes attach themselves to
     users,
 )
 
-__all__ = ["account", "bp", "history", "load_site", "sites", "tasks", "tokens", "urls", "users"]
+__all__ = ["account", "bp", "history", "load_site", "settings", "sites", "tasks", "tokens", "urls",
+           "users"]

@@ -1,42 +1,21 @@
-"""Sites: the list, one site's overview, creating, editing, deleting, and the buttons."""
+"""Sites: the list, one site's overview, creating, deleting, and the buttons (settings:
+`settings`)."""
 
 from __future__ import annotations
 
 from flask import abort, current_app, flash, redirect, render_template, request, url_for
-from flask_login import current_user
 from sqlalchemy import func, select
 
-from webapp import notify, site_list, tasks
+from webapp import notify, setting_fields, site_list, tasks
 from webapp.db import get_session
-from webapp.errors import InvalidValue, NotAllowed, each_error
+from webapp.errors import InvalidValue, each_error
 from webapp.models import Delivery, Generation, Site, utcnow
 from webapp.protocol import check_site_scope
 from webapp.sitemaps import get_store
-from webapp.sites import (
-    OPERATOR_SETTINGS,
-    SETTINGS,
-    create_site,
-    delete_site,
-    site_settings,
-    update_site,
-)
+from webapp.sites import create_site, delete_site
 from webapp.urls import health
-from webapp.views.auth import demand, require
+from webapp.views.auth import require
 from webapp.views.dashboard import bp, load_site
-
-# The edit form, in the order people think about a site.
-SECTIONS = {
-    "Site": ["name", "slug", "base_url", "sitemap_url", "encoding"],
-    "Sitemap files": ["default_changefreq", "default_priority", "max_urls_per_file",
-                      "stylesheet", "robots_txt"],
-    "Schedule": ["schedule", "change_delay", "timezone"],
-    "IndexNow": ["indexnow_enabled", "indexnow_key", "indexnow_key_location",
-                 "indexnow_endpoint"],
-    "Search Console and pings": ["gsc_property", "gsc_credentials", "gsc_endpoint",
-                                 "ping_urls"],
-}
-assert sorted(sum(SECTIONS.values(), [])) == sorted(SETTINGS)
-
 
 PAGE = 50
 MAX_PAGE = 1_000_000
@@ -69,13 +48,6 @@ def sites():
                            kept=kept, text=text, sort=sort, sorts=site_list.SORTS)
 
 
-def _form_changes(site: Site | None) -> dict[str, str]:
-    """The settings the form changed (all of them for a new site)."""
-    shown = site_settings(site) if site else {}
-    return {name: request.form[name] for name in SETTINGS
-            if name in request.form and request.form[name] != shown.get(name)}
-
-
 @bp.route("/sites/new", methods=["GET", "POST"])
 @require("editor")
 def site_new():
@@ -94,7 +66,8 @@ def site_new():
             session.commit()
             flash(f"Created {site.name}." + (f" Note: {warning}" if warning else ""))
             return redirect(url_for("dashboard.site", slug=site.slug))
-    return render_template("dashboard/site_new.html", errors=errors, form=request.form), \
+    return render_template("dashboard/site_new.html", errors=errors, form=request.form,
+                           encodings=setting_fields.ENCODINGS), \
         422 if errors else 200
 
 
@@ -143,37 +116,6 @@ def _line_chart(values: list[int], width: int = 600, height: int = 120) -> dict 
     return {"points": points, "top": top, "width": width, "height": height}
 
 
-@bp.route("/sites/<slug>/settings", methods=["GET", "POST"])
-@require("viewer")
-def site_settings_page(slug):
-    site = load_site(slug)
-    errors: dict[str, str] = {}
-    values = site_settings(site)
-    status = 200
-    if request.method == "POST":
-        demand("editor")  # viewers may look, not change
-        session = get_session()
-        changes = _form_changes(site)
-        try:
-            warning = update_site(session, site, changes, operator=current_user.can("admin"))
-        except InvalidValue as exc:
-            session.rollback()
-            errors = {error.field: str(error) for error in each_error(exc)}
-            values.update(changes)
-            status = 403 if isinstance(exc, NotAllowed) else 422
-        else:
-            session.commit()
-            flash("Saved." if changes else "Nothing changed.")
-            if warning:
-                flash(f"Note: {warning}")
-            for blocked in _blocked_engines(site):
-                flash(f"Note: {blocked.title}. {blocked.detail}")
-            return redirect(url_for("dashboard.site_settings_page", slug=site.slug))
-    return render_template("dashboard/site_settings.html", site=site, values=values,
-                           errors=errors, sections=SECTIONS,
-                           operator_settings=OPERATOR_SETTINGS), status if errors else 200
-
-
 @bp.route("/sites/<slug>/delete", methods=["GET", "POST"])
 @require("editor")
 def site_delete(slug):
@@ -219,14 +161,3 @@ def site_notify(slug):
 @require("editor")
 def site_preflight(slug):
     return _start("pre-flight check", slug)
-
-
-@bp.post("/sites/<slug>/rotate-key")
-@require("editor")
-def site_rotate_key(slug):
-    site = load_site(slug)
-    session = get_session()
-    update_site(session, site, {"indexnow_key": "new"})
-    session.commit()
-    flash("A new IndexNow key is in place and served now; the old one is no longer valid.")
-    return redirect(url_for("dashboard.site_settings_page", slug=slug))
