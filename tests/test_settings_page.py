@@ -442,7 +442,8 @@ def test_the_rotate_command_reseals_every_stored_key(app, runner, session):  # n
 # IndexNow: the key file as an engine fetches it
 
 @pytest.fixture
-def key_site(session, engine):  # noqa: F811
+def key_site(app, session, engine):  # noqa: F811
+    app.config["NOTIFY_TIMEOUT"] = 10  # two fetches per test on a busy machine: no time-outs
     return make_site(session, base_url=engine.url_for("/"), indexnow_key="testkey-0123456789",
                      indexnow_enabled=True)
 

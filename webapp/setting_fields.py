@@ -15,7 +15,7 @@ from werkzeug.datastructures import MultiDict
 from webapp import schedule_picker
 from webapp.models import Site
 from webapp.protocol import CHANGEFREQS
-from webapp.sites import SETTINGS, site_settings
+from webapp.sites import OPERATOR_SETTINGS, SETTINGS, site_settings
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,11 @@ class Field:
     help: object
     control: str = "text"  # text, url, number, switch, select, timezone, schedule, robots
     choices: tuple[tuple[str, object], ...] = ()  # (value, label) of a select
-    operator: bool = False  # only an admin changes it (sites.OPERATOR_SETTINGS)
+
+    @property
+    def operator(self) -> bool:
+        """Only an admin changes it (sites.OPERATOR_SETTINGS)."""
+        return self.name in OPERATOR_SETTINGS
 
 
 ENCODINGS = (("utf-8", _l("UTF-8 (most sites)")), ("shift_jis", "Shift_JIS"),
@@ -87,10 +91,10 @@ _FIELDS = [
              "Empty turns submissions off.")),
     Field("gsc_credentials", _l("Key file on the server"),
           _l("Path of a service account's JSON key file on the server. A key uploaded below "
-             "wins over it."), operator=True),
+             "wins over it.")),
     Field("gsc_endpoint", _l("Search Console API address"),
           _l("Empty uses GSC_ENDPOINT. The access token is sent only to Google's API hosts or "
-             "GSC_ENDPOINT's host."), "url", operator=True),
+             "GSC_ENDPOINT's host."), "url"),
     Field("ping_urls", _l("Ping URLs"),
           _l("Comma-separated URL templates fetched after each changed generation; {sitemap} "
              "becomes the URL-encoded sitemap URL. None by default.")),

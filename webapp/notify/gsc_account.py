@@ -137,7 +137,7 @@ def credentials(site: Site, config: Mapping) -> service_account.Credentials:
     version, so its access token is reused until it expires. AccountProblem when unusable."""
     uploaded = site.service_account
     if uploaded is not None:
-        key = ("upload", site.id, uploaded.uploaded_at, uploaded.sealed[:64])
+        key = ("upload", site.id, uploaded.uploaded_at)
     elif site.gsc_credentials:
         try:
             key = ("file", site.gsc_credentials, os.stat(site.gsc_credentials).st_mtime)
