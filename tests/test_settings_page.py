@@ -254,6 +254,7 @@ def test_an_admin_uploads_the_key_and_it_is_stored_sealed_and_never_shown(
     ({"client_email": None, "token_uri": None}, "lacks client_email, token_uri"),
     ({"private_key": "-----BEGIN PRIVATE KEY-----\nnot a key\n"}, "private_key is not"),
     ({"token_uri": "file:///etc/passwd"}, "is not an http"),
+    ({"client_email": "x" * 400}, "client_email is not an e-mail address"),
 ])
 def test_an_upload_that_is_not_a_service_account_key_says_what_is_wrong(
         as_role, session, shop, tmp_path, changes, words):  # noqa: F811

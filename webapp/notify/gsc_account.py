@@ -100,6 +100,8 @@ def read_key_file(data: bytes) -> dict:
     if missing:
         raise AccountProblem(_("The key file lacks %(fields)s: download a new key for the "
                                "service account.", fields=", ".join(missing)))
+    if len(info["client_email"]) > 320 or "@" not in info["client_email"]:
+        raise AccountProblem(_("The key file's client_email is not an e-mail address."))
     if not is_http_url(info["token_uri"]):
         raise AccountProblem(_("The key file's token_uri %(uri)s is not an http:// or "
                                "https:// address.", uri=info["token_uri"][:200]))
