@@ -421,6 +421,20 @@ def test_a_key_rotated_in_keeps_what_the_old_one_sealed_until_it_is_resealed(app
         sealing.unseal(new, sealing.seal({"SECRET_KEY": "s"}, b"x"))
 
 
+def test_the_credentials_keys_come_from_the_environment_and_must_be_long_enough(tmp_path):
+    from webapp.config import ConfigError, load
+
+    base = {"INSTANCE_PATH": str(tmp_path)}
+    assert load(environ=base)["CREDENTIALS_KEY"] is None  # then SECRET_KEY's derived key
+    settings = load(environ={**base, "CREDENTIALS_KEY": "k" * 16,
+                             "CREDENTIALS_OLD_KEYS": " old-key-0123456789 , older-key-0123456789"})
+    assert settings["CREDENTIALS_KEY"] == "k" * 16
+    assert settings["CREDENTIALS_OLD_KEYS"] == ("old-key-0123456789", "older-key-0123456789")
+    for name in ("CREDENTIALS_KEY", "CREDENTIALS_OLD_KEYS"):
+        with pytest.raises(ConfigError, match=f"{name}: a key must be at least 16 characters"):
+            load(environ={**base, name: "short"})
+
+
 def test_the_rotate_command_reseals_every_stored_key(app, runner, session):  # noqa: F811
     site = make_site(session)
     app.config["CREDENTIALS_KEY"] = "the-old-key-0123456789"
