@@ -617,3 +617,14 @@ def test_the_previews_follow_the_editing_and_the_pages_fit_a_phone(app, session,
     saved = session.get(Site, site.id)
     assert (saved.schedule, saved.robots_txt) == ("cron:45 9 * * 0",
                                                   "User-agent: *\nDisallow: /private\n")
+
+
+def test_the_pages_read_in_japanese_plurals_too(app, as_role, session, shop):  # noqa: F811
+    make_urls(session, shop, 1)
+    jobs.regenerate(shop.id, app)
+    viewer = as_role("viewer")
+    japanese = {"Accept-Language": "ja"}
+    settings = viewer.get(SETTINGS, headers=japanese).text
+    assert ">IndexNow で通知する</label>" in settings and "次の 3 回の実行:" in settings
+    assert "現在公開中: 1 ファイル:" in viewer.get("/sites/shop/publish", headers=japanese).text
+    assert "サイトを作成" in as_role("editor").get("/sites/new", headers=japanese).text
