@@ -332,6 +332,9 @@ def test_a_site_with_only_an_uploaded_key_and_a_property_can_send(app, session, 
                                              uploaded_at=datetime.now(UTC))
     session.commit()
     assert "gsc" not in notify.blocked(shop, app.config)
+    with app.extensions["db_sessionmaker"]() as other:  # a pre-flight check's detached site
+        detached = other.get(Site, shop.id)
+    assert "gsc" not in notify.blocked(detached, app.config)
 
 
 # Test connection

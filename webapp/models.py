@@ -82,7 +82,10 @@ class Site(Timestamps, Base):
     gsc_property: Mapped[str | None] = mapped_column(String(URL_LENGTH))
     gsc_credentials: Mapped[str | None] = mapped_column(String(4096))  # a service-account file
     # A service account uploaded in the dashboard (wins over the file in gsc_credentials).
-    service_account: Mapped[ServiceAccountKey | None] = relationship(passive_deletes=True)
+    # Loaded with the site (one more query per load, not per site), so that a site used after
+    # its session has closed (a pre-flight check, a send) still knows it.
+    service_account: Mapped[ServiceAccountKey | None] = relationship(passive_deletes=True,
+                                                                     lazy="selectin")
     gsc_endpoint: Mapped[str | None] = mapped_column(String(URL_LENGTH))
     ping_urls: Mapped[str | None] = mapped_column(Text)  # templates, one per line
     # When to regenerate: `every 6h`, `cron:0 3 * * *` (in `timezone`) or `off`; and this many

@@ -18,7 +18,7 @@ from urllib.parse import unquote_to_bytes, urlsplit
 
 from sqlalchemy import event, inspect, select
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.orm import ORMExecuteState, Session, sessionmaker
+from sqlalchemy.orm import ORMExecuteState, Session, lazyload, sessionmaker
 
 from webapp.db import after_commit
 from webapp.models import Site
@@ -135,8 +135,8 @@ class SiteRoutes:
             version = self._version
             try:
                 with self._sessions() as session:
-                    routes = [_route(site)
-                              for site in session.scalars(select(Site).order_by(Site.id))]
+                    routes = [_route(site) for site in session.scalars(
+                        select(Site).options(lazyload(Site.service_account)).order_by(Site.id))]
             except SQLAlchemyError:
                 # The files are on disk: keep serving what is known, and ask again later.
                 log.exception("cannot read the sites; serving the last known table")
