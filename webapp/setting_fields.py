@@ -100,7 +100,8 @@ _FIELDS = [
              "becomes the URL-encoded sitemap URL. None by default.")),
 ]
 FIELDS = {field.name: field for field in _FIELDS}
-assert sorted(FIELDS) == sorted(SETTINGS), "every setting needs a field, and no more"
+assert set(FIELDS) == set(SETTINGS), (
+    f"every setting needs a field here, and no more: {sorted(set(FIELDS) ^ set(SETTINGS))}")
 assert list(CHANGEFREQS) == [value for value, _ in FIELDS["default_changefreq"].choices[1:]]
 
 # The settings form, in the order people think about a site.
@@ -114,7 +115,8 @@ SECTIONS = (
     (_l("Search Console and pings"), ("gsc_property", "gsc_credentials", "gsc_endpoint",
                                       "ping_urls")),
 )
-assert sorted(sum((names for _, names in SECTIONS), ())) == sorted(SETTINGS)
+assert sorted(sum((names for _, names in SECTIONS), ())) == sorted(SETTINGS), (
+    "every setting belongs to one section of the form")
 
 
 @cache
