@@ -139,7 +139,7 @@ def test_sites_show_lists_every_setting_by_slug_and_by_id(runner, shop):
     assert by_slug == {"id": by_slug["id"], "name": "Shop", "slug": "shop", "base_url": SHOP,
                        "sitemap_url": f"{SHOP}sitemap.xml", "encoding": "utf-8",
                        "default_changefreq": "", "default_priority": "",
-                       "max_urls_per_file": "50000", "stylesheet": "on", "robots_txt": "",
+                       "max_urls_per_file": "50000", "stylesheet": "off", "robots_txt": "",
                        "indexnow_enabled": "off", "indexnow_key": by_slug["indexnow_key"],
                        "indexnow_key_location": "root", "indexnow_endpoint": "",
                        "gsc_property": "", "gsc_credentials": "", "gsc_endpoint": "",
@@ -351,6 +351,7 @@ def test_non_ascii_urls_are_stored_percent_encoded_in_the_site_encoding(runner, 
 
 
 def test_generate_prints_files_urls_and_bytes_and_export_copies_them(runner, shop, tmp_path):
+    runner.invoke(args=["sites", "set", shop, "stylesheet=on"])
     for page in ("a", "b"):
         runner.invoke(args=["urls", "add", shop, f"{SHOP}{page}"])
 
@@ -457,7 +458,7 @@ def test_export_replaces_an_earlier_export_and_leaves_other_files_alone(runner, 
     out = tmp_path / "public"
     out.mkdir()
     (out / "index.html").write_text("the site's own page")
-    runner.invoke(args=["sites", "set", shop, "max_urls_per_file=1"])
+    runner.invoke(args=["sites", "set", shop, "max_urls_per_file=1", "stylesheet=on"])
     for n in range(3):
         runner.invoke(args=["urls", "add", shop, f"{SHOP}p{n}"])
     runner.invoke(args=["sitemaps", "generate", shop])

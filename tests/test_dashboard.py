@@ -199,7 +199,7 @@ def test_an_editor_creates_edits_and_deletes_a_site(as_role, session, app):
     answer = post(editor, "/sites/new", name="Blog", base_url="https://blog.example.com/")
     assert answer.headers["Location"] == "/sites/blog"
     settings = editor.get("/sites/blog/settings").text
-    for name in ("schedule", "indexnow_enabled", "ping_urls", "robots_txt", "gsc_credentials"):
+    for name in ("schedule_mode", "indexnow_enabled", "ping_urls", "robots_txt", "gsc_credentials"):
         assert f'name="{name}"' in settings
     answer = post(editor, "/sites/blog/settings", schedule="often")
     assert answer.status_code == 422 and "schedule &#39;often&#39;" in answer.text

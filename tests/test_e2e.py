@@ -65,9 +65,9 @@ def test_a_site_owner_goes_from_sign_in_to_the_ledger(app, session, server, page
     assert page.get_by_role("heading", name="Shop").is_visible()
 
     page.get_by_role("link", name="Settings").click()
-    page.get_by_label("Indexnow enabled").fill("on")
-    page.get_by_label("Indexnow endpoint").fill(engine.url_for("/indexnow"))
-    page.get_by_label("Change delay").fill("0")
+    page.get_by_label("Announce with IndexNow").check()
+    page.get_by_label("IndexNow endpoint").fill(engine.url_for("/indexnow"))
+    page.get_by_label("Wait after changes (seconds)").fill("0")
     page.get_by_role("button", name="Save").click()
     assert page.get_by_text("Saved.").is_visible()
     shot(page, "02-settings")

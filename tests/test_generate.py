@@ -65,7 +65,7 @@ def all_published_locs(app, site, entry="sitemap.xml"):
 
 
 def test_small_site_is_one_valid_urlset_with_a_gzip_twin(app, session):
-    site = make_site(session)
+    site = make_site(session, stylesheet=True)
     save_url(session, site, "https://shop.example.com/a?x=1&y='2'", {"lastmod": "2024-01-02",
              "changefreq": "daily", "priority": "0.8"})
     save_url(session, site, "https://shop.example.com/サイトマップ", {"lastmod": "2004-12-23T18:00:15+09:00"})
@@ -124,7 +124,7 @@ def test_extensions_of_many_urls_stay_with_their_own_url(app, session):
 
 
 def test_large_site_is_split_by_url_count_and_listed_in_an_index(app, session):
-    site = make_site(session, max_urls_per_file=3)
+    site = make_site(session, max_urls_per_file=3, stylesheet=True)
     expected = make_urls(session, site, 7)
 
     generation = jobs.regenerate(site.id, app, now=T1)
@@ -210,7 +210,7 @@ def test_a_site_without_urls_publishes_no_empty_urlset_and_withdraws_old_files(a
 
 
 def test_files_no_longer_in_the_set_stop_being_served(app, session):
-    site = make_site(session, max_urls_per_file=2)
+    site = make_site(session, max_urls_per_file=2, stylesheet=True)
     make_urls(session, site, 5)
     jobs.regenerate(site.id, app)
     assert "sitemap-3.xml" in published(app, site)
@@ -252,7 +252,7 @@ def test_index_lastmod_moves_only_for_files_whose_content_changed(app, session):
 
 def test_every_run_is_recorded_and_old_generations_and_their_bodies_are_pruned(app, session):
     app.config["SITEMAP_KEEP_GENERATIONS"] = 2
-    site = make_site(session)
+    site = make_site(session, stylesheet=True)
     make_urls(session, site, 1)
     runs = []
     for day in range(1, 5):

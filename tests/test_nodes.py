@@ -73,7 +73,7 @@ def bodies(session) -> tuple[int, int]:
 
 
 def test_a_node_with_an_empty_cache_serves_the_set_byte_for_byte(app, session, node):
-    site = make_site(session, max_urls_per_file=2)
+    site = make_site(session, max_urls_per_file=2, stylesheet=True)
     make_urls(session, site, 5)
     assert jobs.regenerate(site.id, app).status == "succeeded"
     other = node()
@@ -92,7 +92,7 @@ def test_a_node_with_an_empty_cache_serves_the_set_byte_for_byte(app, session, n
 
 
 def test_a_regeneration_stores_no_body_again_for_files_that_did_not_change(app, session):
-    site = make_site(session, max_urls_per_file=10)
+    site = make_site(session, max_urls_per_file=10, stylesheet=True)
     page = make_urls(session, site, 30)
     jobs.regenerate(site.id, app)
     before = bodies(session)
@@ -222,7 +222,7 @@ def test_a_file_of_a_set_published_elsewhere_is_looked_for_again_not_refused(
 
 def test_a_node_drops_cached_bodies_no_kept_generation_names(app, session):
     app.config["SITEMAP_KEEP_GENERATIONS"] = 2
-    site = make_site(session)
+    site = make_site(session, stylesheet=True)
     page = make_urls(session, site, 2)
     for day in range(1, 5):
         save_url(session, site, page[0], {"lastmod": f"2026-01-0{day}"})

@@ -42,6 +42,7 @@ PAGES = [
     ("discover", "/sites/{slug}/discover"),
     ("verification", "/sites/{slug}/verification"),
     ("settings", "/sites/{slug}/settings"),
+    ("publish", "/sites/{slug}/publish"),
     ("delete", "/sites/{slug}/delete"),
     ("tokens", "/tokens"),
     ("users", "/users"),

@@ -292,6 +292,9 @@ def test_forwarded_scheme_is_believed_only_when_configured(database_url, tmp_pat
 
 
 def test_the_stylesheet_is_same_origin_and_can_be_turned_off(app, client, shop, session):
+    shop.stylesheet = True
+    session.commit()
+    jobs.regenerate(shop.id, app)
     assert b'<?xml-stylesheet type="text/xsl" href="sitemap.xsl"?>' in client.get(
         "/sitemap.xml", base_url=SHOP).data
     xsl = client.get("/sitemap.xsl", base_url=SHOP)
@@ -309,7 +312,7 @@ def test_the_stylesheet_is_same_origin_and_can_be_turned_off(app, client, shop, 
 
 
 def test_the_stylesheet_has_validators_that_last_while_it_is_unchanged(app, client, session):
-    site = make_site(session, max_urls_per_file=2)
+    site = make_site(session, max_urls_per_file=2, stylesheet=True)
     make_urls(session, site, 3)
     two_days_ago = datetime.now(UTC) - timedelta(days=2)
     assert jobs.regenerate(site.id, app, now=two_days_ago).status == "succeeded"

@@ -66,7 +66,7 @@ def rich_site(session, name: str, **settings) -> Site:
 
 
 SETTINGS = [
-    {},
+    {"stylesheet": True},
     {"stylesheet": False},
     {"default_changefreq": "daily", "default_priority": 0.3},
 ]
@@ -79,7 +79,7 @@ def test_a_batch_publishes_the_bytes_a_run_of_its_own_publishes(app, session, se
     assert jobs.generate_many_if_due([site.id], app) == {site.id: "succeeded"}
     batch = served_bytes(app, site)
     assert gzip.decompress(batch["sitemap.xml.gz"]) == batch["sitemap.xml"]
-    assert ("sitemap.xsl" in batch) == (settings.get("stylesheet", True))
+    assert ("sitemap.xsl" in batch) == (settings.get("stylesheet", False))
     # A run of its own writes the very same set: nothing to publish.
     assert jobs.regenerate(site.id, app).status == "unchanged"
     assert served_bytes(app, site) == batch
@@ -167,7 +167,7 @@ def test_sites_the_batch_cannot_take_are_run_on_their_own(app, session):
                        busy.id: None, quiet.id: None, gone: None}
     assert sorted(published(app, big)) == [
         "sitemap-1.xml", "sitemap-1.xml.gz", "sitemap-2.xml", "sitemap-2.xml.gz",
-        "sitemap-3.xml", "sitemap-3.xml.gz", "sitemap.xml", "sitemap.xml.gz", "sitemap.xsl"]
+        "sitemap-3.xml", "sitemap-3.xml.gz", "sitemap.xml", "sitemap.xml.gz"]
     session.expire_all()
     assert session.get(Site, busy.id).run_owner == "elsewhere:1:live"  # left alone
     assert session.get(Site, quiet.id).run_owner is None  # its lease was given back

@@ -94,6 +94,16 @@ def env_networks(name: str, environ: Mapping[str, str] = os.environ) -> tuple:
                           "e.g. 127.0.0.1,10.0.0.0/8)") from None
 
 
+def env_secret(name: str, environ: Mapping[str, str] = os.environ,
+               value: str | None = None) -> str | None:
+    """A key's secret text (or one of a list's): at least 16 characters, or unset."""
+    value = env_str(name, environ=environ) if value is None else value.strip()
+    if value is not None and len(value) < 16:
+        raise ConfigError(f"{name}: a key must be at least 16 characters (make one with "
+                          "python3 -c 'import secrets; print(secrets.token_urlsafe(32))')")
+    return value
+
+
 def normalize_database_url(url: str) -> str:
     """Accept database URLs as people write them and pick the driver this project installs."""
     for prefix in ("postgres://", "postgresql://"):
@@ -231,6 +241,14 @@ def load(overrides: Mapping[str, object] | None = None, environ: Mapping[str, st
     if "VERIFY_DELAY_MS" not in overrides:
         settings["VERIFY_DELAY_MS"] = env_int("VERIFY_DELAY_MS", 250, minimum=0,
                                               maximum=60_000, environ=environ)
+    if "CREDENTIALS_KEY" not in overrides:
+        # Seals the secrets stored in the database (webapp/sealing.py); unset: SECRET_KEY.
+        settings["CREDENTIALS_KEY"] = env_secret("CREDENTIALS_KEY", environ)
+    if "CREDENTIALS_OLD_KEYS" not in overrides:
+        # Keys used before (rotation): what they sealed still opens.
+        settings["CREDENTIALS_OLD_KEYS"] = tuple(
+            env_secret("CREDENTIALS_OLD_KEYS", environ, part) for part in
+            (env_str("CREDENTIALS_OLD_KEYS", "", environ) or "").split(",") if part.strip())
     if "PORT" not in overrides:
         settings["PORT"] = env_int("PORT", 5000, minimum=1, maximum=65535, environ=environ)
     settings.update(overrides)

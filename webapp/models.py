@@ -20,7 +20,6 @@ from sqlalchemy import (
     false,
     func,
     text,
-    true,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -65,7 +64,8 @@ class Site(Timestamps, Base):
     # robots.txt served on the site's host; None means the default template.
     robots_txt: Mapped[str | None] = mapped_column(Text)
     # Whether sitemap files point browsers at an XSL stylesheet that renders them as a table.
-    stylesheet: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    # Off for new sites: browsers are dropping XSLT, and the server renders the human view.
+    stylesheet: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     indexnow_key: Mapped[str] = mapped_column(String(128), default=new_indexnow_key)
     # Names the site's folder of published files. Random rather than the id, so a database
     # that is reset (ids start again at 1) never picks up another site's files.
@@ -81,6 +81,11 @@ class Site(Timestamps, Base):
                                                        server_default="root")
     gsc_property: Mapped[str | None] = mapped_column(String(URL_LENGTH))
     gsc_credentials: Mapped[str | None] = mapped_column(String(4096))  # a service-account file
+    # A service account uploaded in the dashboard (wins over the file in gsc_credentials).
+    # Loaded with the site (one more query per load, not per site), so that a site used after
+    # its session has closed (a pre-flight check, a send) still knows it.
+    service_account: Mapped[ServiceAccountKey | None] = relationship(passive_deletes=True,
+                                                                     lazy="selectin")
     gsc_endpoint: Mapped[str | None] = mapped_column(String(URL_LENGTH))
     ping_urls: Mapped[str | None] = mapped_column(Text)  # templates, one per line
     # When to regenerate: `every 6h`, `cron:0 3 * * *` (in `timezone`) or `off`; and this many
@@ -606,3 +611,17 @@ class VerifyRun(Base):
 
     def __repr__(self) -> str:
         return f"<VerifyRun {self.id} site={self.site_id} {self.status}>"
+class ServiceAccountKey(Base):
+    """A site's Search Console service-account key, uploaded in the dashboard and stored sealed
+    (encrypted); only its e-mail address and upload time are ever shown again."""
+
+    __tablename__ = "service_account_keys"
+
+    site_id: Mapped[int] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"),
+                                         primary_key=True)
+    client_email: Mapped[str] = mapped_column(String(320))
+    sealed: Mapped[str] = mapped_column(Text)  # the JSON key file, encrypted (webapp.sealing)
+    uploaded_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+    def __repr__(self) -> str:
+        return f"<ServiceAccountKey site={self.site_id} {self.client_email!r}>"

@@ -53,6 +53,7 @@ class Answer:
     status: int
     meaning: str
     body: str
+    content_type: str = ""  # the Content-Type header, as sent
 
     @property
     def excerpt(self) -> str:
@@ -340,7 +341,7 @@ def send(method: str, url: str, policy: Policy, *, meanings: Mapping[int, str] |
     status = response.status_code
     meaning = meanings.get(status) or _generic_meaning(response)
     if 200 <= status < 300:
-        return Answer(status, meaning, body)
+        return Answer(status, meaning, body, response.headers.get("Content-Type", ""))
     raise OutboundError(meaning, status=status, body=body, permanent=status not in RETRYABLE
                         and status < 500,
                         retry_after=retry_after_seconds(response.headers.get("Retry-After")))
@@ -387,10 +388,10 @@ class _TokenRequest(google.auth.transport.requests.Request):
                 return super().__call__(url, method, body, headers, timeout=self.policy.timeout,
                                         **kwargs)
             except google.auth.exceptions.TransportError as exc:
-                if request.refused or request.expired:
-                    raise google.auth.exceptions.TransportError(
-                        _failure(exc, request, url, self.policy.timeout).meaning) from None
-                raise
+                # In the same words as every other request: not requests' nested repr.
+                cause = exc.__cause__ if isinstance(exc.__cause__, Exception) else exc
+                raise google.auth.exceptions.TransportError(
+                    _failure(cause, request, url, self.policy.timeout).meaning) from None
 
 
 def token_transport(policy: Policy) -> google.auth.transport.requests.Request:

@@ -308,7 +308,7 @@ def create_site(session: Session, name: str, base_url: str, sitemap_url: str | N
     site = Site(name=checked_name, slug=_slug_from(session, checked_name or "site"),
                 base_url=base, sitemap_url=base and base + "sitemap.xml",
                 encoding=encoding or "utf-8", max_urls_per_file=MAX_URLS_PER_FILE,
-                stylesheet=True, indexnow_key=new_indexnow_key(), schedule=DEFAULT_SCHEDULE,
+                stylesheet=False, indexnow_key=new_indexnow_key(), schedule=DEFAULT_SCHEDULE,
                 timezone="UTC", change_delay=60, lastmod_source="given",
                 leave_out=verification.DEFAULT_LEAVE_OUT, verify_schedule="off")
     changes = {**(settings or {})}

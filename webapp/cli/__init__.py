@@ -42,10 +42,21 @@ def friendly_errors(command):
 
 
 def init_app(app: Flask) -> None:
-    from webapp.cli import (discover, notify, scheduler, sitemaps, sites, tokens, urls, users,
-                            verify, worker)
+    from webapp.cli import (
+        credentials,
+        discover,
+        notify,
+        scheduler,
+        sitemaps,
+        sites,
+        tokens,
+        urls,
+        users,
+        verify,
+        worker,
+    )
 
-    for module in (sites, urls, sitemaps, notify, scheduler, users, tokens):
+    for module in (sites, urls, sitemaps, notify, scheduler, users, tokens, credentials):
         app.cli.add_command(module.group)
     app.cli.add_command(notify.notify_command)
     app.cli.add_command(worker.worker)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from sqlalchemy.orm import Session
 
 from webapp.models import Site
-from webapp.notify import gsc, indexnow, ping, preflight, summary
+from webapp.notify import gsc, gsc_account, indexnow, ping, preflight, summary
 from webapp.notify.delivery import (
     ENGINES,
     announce,
@@ -37,4 +37,5 @@ def apply_settings(session: Session, site: Site, values: Mapping[str, object], b
 
 
 __all__ = ["ENGINES", "SETTINGS", "announce", "announce_locs", "apply_settings", "blocked",
-           "deliver", "delivery_lease", "due", "notify_site", "preflight", "retry", "summary"]
+           "deliver", "delivery_lease", "due", "gsc_account", "indexnow", "notify_site",
+           "preflight", "retry", "summary"]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from flask_babel import gettext as _
 from sqlalchemy.orm import Session
 
 from webapp.errors import InvalidValue
@@ -119,3 +121,54 @@ def deliver(site: Site, delivery: Delivery, config: dict) -> Answer:
     return send("POST", delivery.target, Policy.of(config), json=payload(site, urls),
                 meanings=meanings,
                 headers={"Content-Type": "application/json; charset=utf-8"})
+
+
+@dataclass(frozen=True)
+class KeyFileCheck:
+    """What an engine would find at the key file's address: `outcome` is `ok`, `not_found`,
+    `redirected`, `refused`, `unreachable`, `wrong_content` or `content_type` (the key is
+    right, served as another type than text/plain)."""
+
+    outcome: str
+    url: str
+    message: str
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome in ("ok", "content_type")
+
+
+def verify_key_file(site: Site, config: dict) -> KeyFileCheck:
+    """Fetch the key file as an engine would (GET, no redirects followed) and say what is wrong."""
+    url = key_location(site)
+    try:
+        answer = send("GET", url, Policy.of(config))
+    except OutboundError as exc:
+        reason = exc.meaning.removesuffix("; will try again")
+        if exc.status is None:
+            return KeyFileCheck("unreachable", url, _(
+                "%(url)s cannot be reached: %(reason)s.", url=url, reason=reason))
+        if exc.status == 404:
+            return KeyFileCheck("not_found", url, _(
+                "%(url)s is not found (404): the site's server does not serve the key file yet. "
+                "Pass this address to this app (see How to publish).", url=url))
+        if 300 <= exc.status < 400:
+            return KeyFileCheck("redirected", url, _(
+                "%(url)s answers with a redirect (%(reason)s): engines read the key at this "
+                "address itself, so serve the file there.", url=url, reason=reason))
+        return KeyFileCheck("refused", url, _("%(url)s answers %(reason)s.", url=url,
+                                              reason=reason))
+    # What the address holds instead is not shown: it may be a page inside the operator's
+    # network, and no one here needs to read it.
+    if answer.body.strip() != site.indexnow_key:
+        return KeyFileCheck("wrong_content", url, _(
+            "%(url)s answers, but does not contain exactly the key %(key)s: engines refuse the "
+            "key until it does.", url=url, key=site.indexnow_key))
+    kind = answer.content_type.split(";")[0].strip().lower()
+    if kind != "text/plain":
+        return KeyFileCheck("content_type", url, _(
+            "%(url)s holds the right key, but is served as %(type)s: serve it as text/plain, "
+            "as the IndexNow protocol describes a plain UTF-8 text file.", url=url,
+            type=kind or _("no content type")))
+    return KeyFileCheck("ok", url, _("%(url)s holds the right key: engines can verify it.",
+                                     url=url))

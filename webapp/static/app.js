@@ -51,3 +51,68 @@ document.addEventListener("DOMContentLoaded", () => {
   const section = document.querySelector("[data-task]");
   if (section && section.dataset.finished !== "yes") followTask(section);
 });
+
+// settings: the schedule picker shows the parts its mode uses and previews the next runs;
+// the robots.txt editor previews what will be served; snippets copy to the clipboard.
+function debounce(action, wait) {
+  let timer;
+  return (...args) => { clearTimeout(timer); timer = setTimeout(() => action(...args), wait); };
+}
+
+function schedulePicker(form) {
+  const picker = form.querySelector("[data-schedule-picker]");
+  if (!picker) return;
+  const mode = picker.querySelector("[name=schedule_mode]");
+  const runs = document.getElementById("schedule-runs");
+  const problem = document.getElementById("schedule-preview-error");
+  const showParts = () => {
+    picker.querySelectorAll(".part").forEach((part) => {
+      part.hidden = !part.dataset.modes.split(" ").includes(mode.value);
+    });
+  };
+  const preview = debounce(async () => {
+    const query = new URLSearchParams();
+    picker.querySelectorAll("[name^=schedule_]").forEach((input) => query.set(input.name, input.value));
+    const zone = form.querySelector("[name=timezone]");
+    query.set("timezone", zone ? zone.value : "UTC");
+    const response = await fetch(`${form.dataset.schedulePreview}?${query}`, { headers: { Accept: "application/json" } });
+    if (!response.ok) return;
+    const answer = await response.json();
+    runs.replaceChildren(...answer.runs.map((run) => Object.assign(document.createElement("li"), { textContent: run })));
+    problem.hidden = !answer.error;
+    problem.textContent = answer.error || "";
+  }, 300);
+  showParts();
+  picker.addEventListener("input", preview);
+  picker.addEventListener("change", () => { showParts(); preview(); });
+  const zone = form.querySelector("[name=timezone]");
+  if (zone) zone.addEventListener("change", preview);
+}
+
+function robotsPreview(form) {
+  const editor = form.querySelector("textarea[name=robots_txt]");
+  const shown = document.getElementById("robots-preview");
+  if (!editor || !shown) return;
+  editor.addEventListener("input", debounce(async () => {
+    const body = new FormData();
+    body.set("csrf_token", form.querySelector("[name=csrf_token]").value);
+    body.set("robots_txt", editor.value);
+    const response = await fetch(form.dataset.robotsPreview, { method: "POST", body });
+    if (!response.ok) return;
+    const answer = await response.json();
+    shown.textContent = answer.text === null ? answer.error : answer.text;
+  }, 400));
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const form = document.getElementById("settings-form");
+  if (form) { schedulePicker(form); robotsPreview(form); }
+  document.querySelectorAll("button[data-copy]").forEach((button) => {
+    if (!navigator.clipboard) return;
+    button.hidden = false;
+    button.addEventListener("click", async () => {
+      await navigator.clipboard.writeText(document.getElementById(button.dataset.copy).textContent);
+      button.textContent = button.dataset.copied || "✓";
+    });
+  });
+});

@@ -29,6 +29,7 @@ from webapp.views.dashboard import (  # noqa: E402  (routes attach themselves to
     engines,
     history,
     labels,
+    settings,
     sites,
     tasks,
     tokens,
@@ -37,5 +38,5 @@ from webapp.views.dashboard import (  # noqa: E402  (routes attach themselves to
     verification,
 )
 
-__all__ = ["account", "bp", "discover", "engines", "history", "labels", "load_site", "sites",
-           "tasks", "tokens", "urls", "users", "verification"]
+__all__ = ["account", "bp", "discover", "engines", "history", "labels", "load_site", "settings",
+           "sites", "tasks", "tokens", "urls", "users", "verification"]

@@ -1,4 +1,5 @@
-"""Sites: the list, one site's overview, creating, editing, deleting, and the buttons."""
+"""Sites: the list, one site's overview, creating, deleting, and the buttons (settings:
+`settings`)."""
 
 from __future__ import annotations
 
@@ -6,43 +7,18 @@ from flask import abort, current_app, flash, redirect, render_template, request,
 from flask_babel import format_number
 from flask_babel import gettext as _
 from flask_babel import ngettext
-from flask_login import current_user
 from sqlalchemy import func, select
 
-from webapp import notify, site_list, tasks
+from webapp import notify, setting_fields, site_list, tasks
 from webapp.db import get_session
-from webapp.errors import InvalidValue, NotAllowed, each_error
+from webapp.errors import InvalidValue, each_error
 from webapp.models import Delivery, Generation, Site, utcnow
 from webapp.protocol import check_site_scope
 from webapp.sitemaps import get_store
-from webapp.sites import (
-    OPERATOR_SETTINGS,
-    SETTINGS,
-    create_site,
-    delete_site,
-    site_settings,
-    update_site,
-)
+from webapp.sites import create_site, delete_site
 from webapp.urls import health
-from webapp.views.auth import demand, require
+from webapp.views.auth import require
 from webapp.views.dashboard import bp, charts, load_site
-
-# The edit form, in the order people think about a site.
-SECTIONS = {
-    "Site": ["name", "slug", "base_url", "sitemap_url", "encoding"],
-    "Sitemap files": ["default_changefreq", "default_priority", "max_urls_per_file",
-                      "stylesheet", "robots_txt"],
-    "Schedule": ["schedule", "change_delay", "timezone"],
-    "IndexNow": ["indexnow_enabled", "indexnow_key", "indexnow_key_location",
-                 "indexnow_endpoint"],
-    "Search Console and pings": ["gsc_property", "gsc_credentials", "gsc_endpoint",
-                                 "ping_urls"],
-    "Exclusions and discovery": ["exclude", "strip_params", "discover_mode"],
-    "Verification": ["lastmod_source", "leave_out", "verify_schedule", "user_agent",
-                     "verify_ignore"],
-}
-assert sorted(sum(SECTIONS.values(), [])) == sorted(SETTINGS)
-
 
 PAGE = 50
 MAX_PAGE = 1_000_000
@@ -77,13 +53,6 @@ def sites():
                            kept=kept, text=text, sort=sort, sorts=site_list.SORTS)
 
 
-def _form_changes(site: Site | None) -> dict[str, str]:
-    """The settings the form changed (all of them for a new site)."""
-    shown = site_settings(site) if site else {}
-    return {name: request.form[name] for name in SETTINGS
-            if name in request.form and request.form[name] != shown.get(name)}
-
-
 @bp.route("/sites/new", methods=["GET", "POST"])
 @require("editor")
 def site_new():
@@ -103,7 +72,8 @@ def site_new():
             flash(_("Created %(site)s. Note: %(note)s", site=site.name, note=warning) if warning
                   else _("Created %(site)s.", site=site.name))
             return redirect(url_for("dashboard.site", slug=site.slug))
-    return render_template("dashboard/site_new.html", errors=errors, form=request.form), \
+    return render_template("dashboard/site_new.html", errors=errors, form=request.form,
+                           encodings=setting_fields.ENCODINGS), \
         422 if errors else 200
 
 
@@ -158,47 +128,6 @@ def _blocked_engines(site: Site) -> list[health.Warning]:
             for name, reason in notify.blocked(site, current_app.config).items()]
 
 
-@bp.route("/sites/<slug>/settings", methods=["GET", "POST"])
-@require("viewer")
-def site_settings_page(slug):
-    site = load_site(slug)
-    errors: dict[str, str] = {}
-    values = site_settings(site)
-    status = 200
-    if request.method == "POST":
-        demand("editor")  # viewers may look, not change
-        session = get_session()
-        changes = _form_changes(site)
-        rules_before = site.exclude
-        try:
-            warning = update_site(session, site, changes, operator=current_user.can("admin"))
-        except InvalidValue as exc:
-            session.rollback()
-            errors = {error.field: str(error) for error in each_error(exc)}
-            values.update(changes)
-            status = 403 if isinstance(exc, NotAllowed) else 422
-        else:
-            session.commit()
-            flash(_("Saved.") if changes else _("Nothing changed."))
-            if warning:
-                flash(_("Note: %(note)s", note=warning))
-            for blocked in _blocked_engines(site):
-                flash(_("Note: %(note)s", note=f"{blocked.title}. {blocked.detail}"))
-            if site.exclude != rules_before:
-                _flash_excluded_stored(session, site)
-            return redirect(url_for("dashboard.site_settings_page", slug=site.slug))
-    excluded = health.excluded_stored(get_session(), site, scan=health.EXCLUDED_SCAN)[0]
-    return render_template("dashboard/site_settings.html", site=site, values=values,
-                           errors=errors, sections=SECTIONS, excluded_stored=excluded,
-                           operator_settings=OPERATOR_SETTINGS), status if errors else 200
-
-
-def _flash_excluded_stored(session, site: Site) -> None:
-    """Rules apply to URLs as they come in: say how many stored ones the new rules match."""
-    counts = health.excluded_stored(session, site, scan=health.EXCLUDED_SCAN)[0]
-    if counts:
-        flash(_("Note: %(n)s stored URLs match the new exclusion rules. They stay in the "
-                "sitemap until you delete them (Discover page).", n=counts.total()))
 
 
 @bp.route("/sites/<slug>/delete", methods=["GET", "POST"])
@@ -246,14 +175,3 @@ def site_notify(slug):
 @require("editor")
 def site_preflight(slug):
     return _start("pre-flight check", slug)
-
-
-@bp.post("/sites/<slug>/rotate-key")
-@require("editor")
-def site_rotate_key(slug):
-    site = load_site(slug)
-    session = get_session()
-    update_site(session, site, {"indexnow_key": "new"})
-    session.commit()
-    flash(_("A new IndexNow key is in place and served now; the old one is no longer valid."))
-    return redirect(url_for("dashboard.site_settings_page", slug=slug))

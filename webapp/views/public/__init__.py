@@ -22,9 +22,10 @@ from __future__ import annotations
 from flask import Flask
 
 from webapp.views.public.files import VIEW_VERSION, FileMemory, PublicFiles
-from webapp.views.public.routes import SiteRoutes
+from webapp.views.public.routes import SiteRoutes, robots_txt_preview
 
-__all__ = ["VIEW_VERSION", "FileMemory", "PublicFiles", "SiteRoutes", "init_app"]
+__all__ = ["VIEW_VERSION", "FileMemory", "PublicFiles", "SiteRoutes", "init_app",
+           "robots_txt_preview"]
 
 
 def init_app(app: Flask) -> None:

@@ -24,7 +24,13 @@ from webapp.sitemaps import (
     replace_file,
 )
 from webapp.views.display import readable_url
-from webapp.views.public.routes import SiteRoute, SiteRoutes, host_robots_txt, request_origin
+from webapp.views.public.routes import (
+    SiteRoute,
+    SiteRoutes,
+    entry_published,
+    host_robots_txt,
+    request_origin,
+)
 
 XML = "application/xml; charset=utf-8"
 TYPES = {"urlset": XML, "index": XML, "stylesheet": "text/xsl; charset=utf-8"}
@@ -206,9 +212,7 @@ class PublicFiles:
         return None
 
     def publishes_entry(self, route: SiteRoute) -> bool:
-        """Whether the site's entry sitemap is published: an empty site has none."""
-        published = self.store.published(route.storage_key)
-        return published is not None and route.entry_name in published.files
+        return entry_published(self.store, route)
 
     def file(self, environ: dict, route: SiteRoute, name: str,
              published: PublishedSet | None = None) -> Answer:

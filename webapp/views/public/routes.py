@@ -18,11 +18,12 @@ from urllib.parse import unquote_to_bytes, urlsplit
 
 from sqlalchemy import event, inspect, select
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.orm import ORMExecuteState, Session, sessionmaker
+from sqlalchemy.orm import ORMExecuteState, Session, lazyload, sessionmaker
 
 from webapp.db import after_commit
 from webapp.models import Site
 from webapp.protocol import DEFAULT_PORTS, directory, origin
+from webapp.sitemaps import SitemapStore
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +52,11 @@ ROUTE_COLUMNS = ("slug", "base_url", "sitemap_url", "robots_txt", "indexnow_key"
                  "indexnow_key_location", "storage_key")
 
 
-def robots_txt(site: Site) -> tuple[str, str | None]:
-    """The site's robots.txt as written, and the `Sitemap:` line for its entry sitemap that
-    it lacks (None when the text has it)."""
-    text = (site.robots_txt or DEFAULT_ROBOTS_TXT).rstrip("\n") + "\n"
+def robots_txt(site: Site, written: str | None = None) -> tuple[str, str | None]:
+    """The site's robots.txt as written (or as `written`, a text not yet saved), and the
+    `Sitemap:` line for its entry sitemap that it lacks (None when the text has it)."""
+    text = ((site.robots_txt if written is None else written) or DEFAULT_ROBOTS_TXT
+            ).rstrip("\n") + "\n"
     wanted = f"sitemap: {site.sitemap_url}".lower()
     if any(line.strip().lower() == wanted for line in text.splitlines()):
         return text, None
@@ -75,9 +77,24 @@ def host_robots_txt(sites: list[SiteRoute], publishes: Callable[[SiteRoute], boo
     return text
 
 
-def _route(site: Site) -> SiteRoute:
+def entry_published(store: SitemapStore, route: SiteRoute) -> bool:
+    """Whether the site's entry sitemap is published: an empty site has none."""
+    published = store.published(route.storage_key)
+    return published is not None and route.entry_name in published.files
+
+
+def robots_txt_preview(sites: list[Site], store: SitemapStore, site_id: int,
+                       written: str | None) -> str:
+    """What /robots.txt on these sites' host (all of them, in id order) will answer once the
+    site `site_id` has the robots.txt `written`: the settings page's preview, made by the
+    function that serves it."""
+    return host_robots_txt([_route(site, written if site.id == site_id else None)
+                            for site in sites], lambda route: entry_published(store, route))
+
+
+def _route(site: Site, written: str | None = None) -> SiteRoute:
     path = urlsplit(site.sitemap_url).path
-    text, sitemap_line = robots_txt(site)
+    text, sitemap_line = robots_txt(site, written)
     return SiteRoute(
         id=site.id, slug=site.slug, site_origin=origin(site.base_url),
         sitemap_origin=origin(site.sitemap_url),
@@ -118,8 +135,8 @@ class SiteRoutes:
             version = self._version
             try:
                 with self._sessions() as session:
-                    routes = [_route(site)
-                              for site in session.scalars(select(Site).order_by(Site.id))]
+                    routes = [_route(site) for site in session.scalars(
+                        select(Site).options(lazyload(Site.service_account)).order_by(Site.id))]
             except SQLAlchemyError:
                 # The files are on disk: keep serving what is known, and ask again later.
                 log.exception("cannot read the sites; serving the last known table")

@@ -1,0 +1,249 @@
+"""The service account Search Console submissions act as, and the test of its connection.
+
+An admin uploads the account's JSON key file in the dashboard: it is checked, sealed
+(webapp.sealing) and never shown again. An operator may instead name a key file on the server
+(the `gsc_credentials` setting); an uploaded key wins over the file. "Test connection" makes a
+real token exchange at the key's token address and lists the properties the account sees.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from urllib.parse import urlsplit
+
+import google.auth.exceptions
+from flask_babel import gettext as _
+from google.oauth2 import service_account
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from webapp import sealing
+from webapp.errors import InvalidValue
+from webapp.models import ServiceAccountKey, Site
+from webapp.outbound import OutboundError, Policy, is_http_url, send, token_transport
+
+SCOPES = ["https://www.googleapis.com/auth/webmasters"]
+GOOGLE_HOSTS = frozenset({"www.googleapis.com", "searchconsole.googleapis.com"})
+REQUIRED_FIELDS = ("client_email", "private_key", "token_uri")
+MAX_KEY_FILE = 64 * 1024  # a real one is about 2.3 KB
+
+_cache: dict[tuple, service_account.Credentials] = {}
+_lock = threading.Lock()
+
+
+def token_hosts(config: Mapping) -> set[str]:
+    """Where the access token may be sent: Google's documented API hosts, and the host of
+    GSC_ENDPOINT when the operator set another one."""
+    return GOOGLE_HOSTS | {urlsplit(config["GSC_ENDPOINT"]).netloc.lower()}
+
+
+def api_base(site: Site, config: Mapping) -> str:
+    """The Search Console API the site's requests go to, without a trailing slash."""
+    return (site.gsc_endpoint or config["GSC_ENDPOINT"]).rstrip("/")
+
+
+class AccountProblem(Exception):
+    """What is wrong with a key file or a connection, in words for the person who set it up."""
+
+
+def load_credentials(path: str) -> service_account.Credentials:
+    """The service account in a key file on the server, or a clear reason why it is not one."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            info = json.load(handle)
+        return service_account.Credentials.from_service_account_info(info, scopes=SCOPES)
+    except OSError as exc:
+        raise InvalidValue("gsc_credentials", path, f"cannot be read ({exc.strerror})") from None
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise InvalidValue("gsc_credentials", path, "must be the JSON key file of a Google "
+                           f"service account ({str(exc).splitlines()[0][:120]})") from None
+
+
+def check_credentials(value: str) -> str | None:
+    """The path of a service-account key file, checked by loading it; empty turns it off."""
+    value = value.strip()
+    if not value:
+        return None
+    path = os.path.abspath(value)
+    load_credentials(path)
+    return path
+
+
+def read_key_file(data: bytes) -> dict:
+    """The service account of an uploaded JSON key file; AccountProblem names what is wrong."""
+    if len(data) > MAX_KEY_FILE:
+        raise AccountProblem(_("The file is %(size)s bytes: a service-account key file is a few "
+                               "kilobytes. Choose the JSON key file.", size=len(data)))
+    try:
+        info = json.loads(data.decode("utf-8-sig"))
+    except UnicodeDecodeError:
+        raise AccountProblem(_("The file is not text: choose the JSON key file Google Cloud "
+                               "downloaded for the service account.")) from None
+    except json.JSONDecodeError as exc:
+        raise AccountProblem(_("The file is not JSON (line %(line)s, column %(column)s: "
+                               "%(reason)s).", line=exc.lineno, column=exc.colno,
+                               reason=exc.msg)) from None
+    if not isinstance(info, dict):
+        raise AccountProblem(_("The file is JSON but not a key file: it holds no object."))
+    if info.get("type") != "service_account":
+        raise AccountProblem(_('The file is not a service-account key: its "type" is '
+                               '%(type)s, not "service_account". Create a key for a service '
+                               "account in Google Cloud (IAM, Service accounts, Keys).",
+                               type=json.dumps(info.get("type"))))
+    missing = [name for name in REQUIRED_FIELDS
+               if not isinstance(info.get(name), str) or not info[name].strip()]
+    if missing:
+        raise AccountProblem(_("The key file lacks %(fields)s: download a new key for the "
+                               "service account.", fields=", ".join(missing)))
+    if len(info["client_email"]) > 320 or "@" not in info["client_email"]:
+        raise AccountProblem(_("The key file's client_email is not an e-mail address."))
+    if not is_http_url(info["token_uri"]):
+        raise AccountProblem(_("The key file's token_uri %(uri)s is not an http:// or "
+                               "https:// address.", uri=info["token_uri"][:200]))
+    try:
+        service_account.Credentials.from_service_account_info(info, scopes=SCOPES)
+    except (ValueError, TypeError, KeyError, AttributeError):
+        raise AccountProblem(_("The key file's private_key is not a private key this app can "
+                               "read: download a new key for the service account.")) from None
+    return info
+
+
+def store(session: Session, site: Site, info: dict, config: Mapping, now: datetime) -> None:
+    """Seal the key file's content for the site, replacing any key uploaded before."""
+    sealed = sealing.seal(config, json.dumps(info).encode())
+    if site.service_account is None:
+        site.service_account = ServiceAccountKey(site_id=site.id)
+    site.service_account.client_email = info["client_email"]
+    site.service_account.sealed = sealed
+    site.service_account.uploaded_at = now
+
+
+def remove(session: Session, site: Site) -> None:
+    if site.service_account is not None:
+        session.delete(site.service_account)
+        site.service_account = None
+
+
+def configured(site: Site) -> bool:
+    """Whether the site has a service account: uploaded, or a key file on the server."""
+    return bool(site.gsc_credentials) or site.service_account is not None
+
+
+def credentials(site: Site, config: Mapping) -> service_account.Credentials:
+    """The site's service account, the uploaded key winning over the file; one object per key
+    version, so its access token is reused until it expires. AccountProblem when unusable."""
+    uploaded = site.service_account
+    if uploaded is not None:
+        key = ("upload", site.id, uploaded.uploaded_at)
+    elif site.gsc_credentials:
+        try:
+            key = ("file", site.gsc_credentials, os.stat(site.gsc_credentials).st_mtime)
+        except OSError as exc:
+            raise AccountProblem(f"gsc_credentials: {site.gsc_credentials} cannot be read "
+                                 f"({exc.strerror})") from None
+    else:
+        raise AccountProblem(_("No service account: upload its JSON key file."))
+    with _lock:
+        if key not in _cache:
+            _cache[key] = _load(site, config)
+        return _cache[key]
+
+
+def _load(site: Site, config: Mapping) -> service_account.Credentials:
+    if site.service_account is None:
+        try:
+            return load_credentials(site.gsc_credentials)
+        except InvalidValue as exc:
+            raise AccountProblem(str(exc)) from None
+    try:
+        info = json.loads(sealing.unseal(config, site.service_account.sealed))
+    except sealing.CannotOpen as exc:
+        raise AccountProblem(_("The uploaded key cannot be read: %(reason)s.",
+                               reason=str(exc))) from None
+    return service_account.Credentials.from_service_account_info(info, scopes=SCOPES)
+
+
+def refresh(account: service_account.Credentials, config: Mapping) -> None:
+    """Get an access token from the key's token address (a signed grant; through outbound).
+    OutboundError says why not, permanent unless trying again may help."""
+    transport = token_transport(Policy.of(config))
+    try:
+        with _lock, transport.session:
+            account.refresh(transport)
+    except google.auth.exceptions.RefreshError as exc:
+        raise OutboundError(_refusal(exc), permanent=not getattr(exc, "retryable", False)
+                            ) from None
+    except google.auth.exceptions.TransportError as exc:
+        raise OutboundError(_("could not get an access token: %(reason)s; will try again",
+                              reason=str(exc).removesuffix("; will try again"))) from None
+
+
+def _refusal(exc: google.auth.exceptions.RefreshError) -> str:
+    reason = str(exc.args[0] if exc.args else exc)[:300]
+    if "invalid_grant" in reason or "invalid_client" in reason:
+        return _("the token address refused the key (%(reason)s): the key was deleted or "
+                 "replaced in Google Cloud, or belongs to another account; upload a current "
+                 "key", reason=reason)
+    return _("the token address refused the service account: %(reason)s", reason=reason)
+
+
+@dataclass(frozen=True)
+class Property:
+    url: str  # as Search Console names it: sc-domain:example.com or https://example.com/
+    permission: str  # siteOwner, siteFullUser, siteRestrictedUser, siteUnverifiedUser
+
+
+def test_connection(site: Site, config: Mapping) -> tuple[str, list[Property]]:
+    """A real token exchange, then Search Console's sites.list on the site's API address (only
+    where tokens may go): the account's e-mail and the properties it sees. AccountProblem
+    says, in plain words, what failed."""
+    account = credentials(site, config)
+    url = f"{api_base(site, config)}/webmasters/v3/sites"
+    host = urlsplit(url).netloc.lower()
+    allowed = token_hosts(config)
+    if host not in allowed:
+        raise AccountProblem(_("%(host)s is not a Search Console host: the access token is "
+                               "sent only to %(hosts)s.", host=host,
+                               hosts=", ".join(sorted(allowed))))
+    try:
+        refresh(account, config)
+    except OutboundError as exc:
+        raise AccountProblem(_("The token exchange failed: %(reason)s.",
+                               reason=_plain(exc))) from None
+    try:
+        answer = send("GET", url, Policy.of(config),
+                      headers={"Authorization": f"Bearer {account.token}"})
+        entries = json.loads(answer.body).get("siteEntry", [])
+    except OutboundError as exc:
+        raise AccountProblem(_("The token exchange worked, but Search Console's list of "
+                               "properties failed: %(reason)s.", reason=_plain(exc))) from None
+    except (ValueError, AttributeError):
+        raise AccountProblem(_("The token exchange worked, but %(url)s did not answer with "
+                               "Search Console's list of properties.", url=url)) from None
+    return account.service_account_email, sorted(
+        (Property(str(entry.get("siteUrl", "")), str(entry.get("permissionLevel", "")))
+         for entry in entries if isinstance(entry, dict)), key=lambda p: p.url)
+
+
+def _plain(error: OutboundError) -> str:
+    """The reason, without the ledger's "will try again": a person pressed a button."""
+    return error.meaning.removesuffix("; will try again").removesuffix("; will try again later")
+
+
+def reseal_all(session: Session, config: Mapping) -> tuple[int, list[tuple[str, str]]]:
+    """Seal every uploaded key again under the current key (after a rotation): how many were,
+    and (site slug, reason) of each that no configured key opens (left as it is)."""
+    done, failed = 0, []
+    for key, slug in session.execute(select(ServiceAccountKey, Site.slug).join(
+            Site, Site.id == ServiceAccountKey.site_id).order_by(Site.slug)).all():
+        try:
+            key.sealed = sealing.reseal(config, key.sealed)
+            done += 1
+        except sealing.CannotOpen as exc:
+            failed.append((slug, str(exc)))
+    return done, failed
