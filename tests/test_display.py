@@ -13,7 +13,7 @@ from lxml import etree
 
 from tests.builders import make_site
 from webapp import jobs
-from webapp.models import Url
+from webapp.models import Site, Url
 from webapp.protocol import ProtocolError, normalize_url
 from webapp.urls import save_url
 from webapp.users import create_user
@@ -127,3 +127,25 @@ def test_the_public_sitemap_view_shows_urls_decoded_and_links_them_encoded(app, 
     assert page.xpath("//tbody//a/@href") == [loc] and page.xpath("//tbody//a/@title") == [loc]
     with client.get(f"/sitemaps/{slug}/sitemap.xml") as published:
         assert loc.encode() in published.data  # published encoded
+
+
+def test_the_overview_and_a_generations_diff_show_urls_decoded(app, client):
+    with app.extensions["db_sessionmaker"]() as session:
+        site = make_site(session, name="日本のお店", base_url="https://例え.jp/")
+        loc = normalize_url("https://例え.jp/日本語の記事")
+        save_url(session, site, normalize_url("https://例え.jp/"), {})
+        session.commit()
+        create_user(session, "ann@example.com", "correct horse", "viewer")
+        session.commit()
+        site_id, slug = site.id, site.slug
+    first = jobs.regenerate(site_id, app)
+    with app.extensions["db_sessionmaker"]() as session:
+        save_url(session, session.get(Site, site_id), loc, {})
+        session.commit()
+    second = jobs.regenerate(site_id, app)
+    assert (first.status, second.status) == ("succeeded", "succeeded")
+    sign_in(client, "ann@example.com", "correct horse")
+    overview = client.get(f"/sites/{slug}").get_data(as_text=True)
+    assert ">https://例え.jp/sitemap.xml</a>" in overview
+    diff = client.get(f"/sites/{slug}/generations/{second.id}").get_data(as_text=True)
+    assert f'<li title="{loc}">https://例え.jp/日本語の記事</li>' in diff
