@@ -149,3 +149,17 @@ def test_the_overview_and_a_generations_diff_show_urls_decoded(app, client):
     assert ">https://例え.jp/sitemap.xml</a>" in overview
     diff = client.get(f"/sites/{slug}/generations/{second.id}").get_data(as_text=True)
     assert f'<li title="{loc}">https://例え.jp/日本語の記事</li>' in diff
+
+
+def test_the_message_after_adding_a_url_shows_it_decoded(app, client):
+    with app.extensions["db_sessionmaker"]() as session:
+        site = make_site(session, name="日本のお店", base_url="https://例え.jp/")
+        create_user(session, "ed@example.com", "correct horse", "editor")
+        session.commit()
+        slug = site.slug
+    sign_in(client, "ed@example.com", "correct horse")
+    form = client.get(f"/sites/{slug}/urls").get_data(as_text=True)
+    token = re.search(r'name="csrf_token" value="([^"]+)"', form).group(1)
+    page = client.post(f"/sites/{slug}/urls", data={
+        "csrf_token": token, "loc": "https://例え.jp/日本語の記事"}, follow_redirects=True)
+    assert "Added https://例え.jp/日本語の記事." in page.get_data(as_text=True)

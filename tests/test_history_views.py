@@ -349,7 +349,9 @@ def test_the_history_pages_speak_japanese(as_role, app, session, shop, announced
     assert "1 件の通知が待機中です" in engines
     assert 'data-label="きっかけ">コマンドライン</td>' in \
         viewer.get("/sites/shop/generations", headers=ja).text
-    assert "すべてのエンジン" in viewer.get("/sites/shop/announcements", headers=ja).text
+    ledger = viewer.get("/sites/shop/announcements", headers=ja).text
+    assert "すべてのエンジン" in ledger
+    assert '<option value="delivered">送信済み</option>' in ledger  # the filter's statuses too
     overview = viewer.get("/sites/shop", headers=ja).text
     assert "URL 数の推移" in overview and "該当する URL を表示" in overview
     assert "3 件の URL の最終更新日が未来の日付です" in overview

@@ -135,14 +135,15 @@ def url_add(slug):
     for note in saved.notes:
         flash(_("Note: %(note)s.", note=note))
     if saved.created:
-        flash(_("Added %(url)s.", url=saved.url.loc))
+        flash(_("Added %(url)s.", url=readable_url(saved.url.loc, site.encoding)))
         return redirect(url_for("dashboard.urls", slug=slug))
     # It was there already: its page shows every value it has now.
     if not saved.changes:
         flash(_("%(url)s is already in this site with these values; nothing changed.",
                 url=saved.url.loc))
     else:
-        flash(_("Updated %(url)s, which was already in this site.", url=saved.url.loc))
+        flash(_("Updated %(url)s, which was already in this site.",
+                url=readable_url(saved.url.loc, site.encoding)))
         for name, (old, new) in saved.changes.items():
             flash(_("%(field)s changed from %(old)s to %(new)s.", field=LABELS[name],
                     old=shown(name, old), new=shown(name, new)))
@@ -191,7 +192,7 @@ def url_edit(slug, url_id):
             session.commit()
             for note in saved.notes:
                 flash(_("Note: %(note)s.", note=note))
-            flash(_("Saved %(url)s.", url=url.loc))
+            flash(_("Saved %(url)s.", url=readable_url(url.loc, site.encoding)))
             return redirect(url_for("dashboard.url_edit", slug=slug, url_id=url_id))
     return render_template(
         "dashboard/url_edit.html", site=site, url=url, errors=errors, form=form,
