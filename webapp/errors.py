@@ -1,14 +1,68 @@
 """The errors domain functions raise for bad input; views and commands turn them into messages.
 
-A rule may be a lazy string (`flask_babel.lazy_gettext`): `str(error)` says it in the language of
-the request at hand (English in the CLI and workers), while `error.rule` is always English, as
-the API's `rule` and anything that compares rules need it.
+A rule is a `rule_text` (or a lazy string, `flask_babel.lazy_gettext`): `str(error)` says it in
+the language of the request at hand (English in the CLI and workers), while `error.rule` is
+always English, as the API's `rule` and anything that compares rules need it.
 """
 
 from __future__ import annotations
 
+import sys
+
 # Flask-Babel is imported where a lazy string is made or read, not here: the process that
 # checks CSV rows imports this module and starts without Flask (tests/test_architecture.py).
+
+
+class RuleText:
+    """A rule's words as their English message id and named values, translated when read:
+    `str()` in the language of the request or app at hand, English where there is none (the
+    CLI, workers, the process that checks CSV rows, which never loads Flask). A value that is
+    itself a RuleText is read in the same language."""
+
+    def __init__(self, msgid: str, values: dict[str, object]):
+        self.msgid, self.values = msgid, values
+
+    def _render(self, gettext) -> str:
+        values = {name: value._render(gettext) if isinstance(value, RuleText) else value
+                  for name, value in self.values.items()}
+        words = gettext(self.msgid)
+        return words % values if values else words
+
+    def english(self) -> str:
+        return self._render(lambda msgid: msgid)
+
+    def __str__(self) -> str:
+        return self._render(_current_gettext())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RuleText):
+            return (self.msgid, self.values) == (other.msgid, other.values)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.msgid)
+
+    def __repr__(self) -> str:
+        return f"rule_text({self.msgid!r}, **{self.values!r})"
+
+
+def rule_text(msgid: str, **values: object) -> RuleText:
+    """A rule said with one message id and named placeholders (`make translations` finds it by
+    the keyword `rule_text`): rule_text("must be at most %(limit)s characters", limit=200)."""
+    return RuleText(msgid, values)
+
+
+def _current_gettext():
+    """The translating function of the app at hand, or English when Flask-Babel is not loaded
+    (then no app can be at hand: this never imports it) or no app context is active."""
+    if "flask_babel" not in sys.modules:
+        return lambda msgid: msgid
+    from flask import has_app_context
+    from flask_babel import get_translations
+
+    if not has_app_context():
+        return lambda msgid: msgid
+    return get_translations().ugettext
 
 
 def in_english(text: object) -> str:
@@ -16,6 +70,8 @@ def in_english(text: object) -> str:
     whatever the request's language (a lazy string is rendered under the English locale)."""
     if isinstance(text, str):
         return text
+    if isinstance(text, RuleText):
+        return text.english()
     from flask_babel import force_locale
 
     with force_locale("en"):

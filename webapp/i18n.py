@@ -5,9 +5,9 @@ and translated from the catalogs in `webapp/translations` (`make translations` e
 updates them; `make install` compiles them). A signed-in user's own choice wins, then the
 browser's Accept-Language, then English. Outside a request (the CLI, workers) it is English.
 
-Rules of bad input (`errors.InvalidValue`) may be lazy strings: a page shows them in its
-language, while the CLI (no request) and the API's `rule` (`errors.in_english`) read them in
-English.
+Rules of bad input (`errors.InvalidValue`) are `errors.rule_text` (or lazy strings): a page
+shows them in its language, while the CLI (no request) and the API's `rule`
+(`errors.in_english`) read them in English.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from webapp.config import parse_networks
-from webapp.errors import InvalidValue
+from webapp.errors import InvalidValue, rule_text
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -431,8 +431,9 @@ def endpoint_check(name: str) -> Callable[[str], str | None]:
     def check(value: str) -> str | None:
         value = value.strip()
         if value and not is_http_url(value):
-            raise InvalidValue(name, value, "must be an http:// or https:// URL without a user "
-                               "name or password, or empty for the default")
+            raise InvalidValue(name, value, rule_text(
+                "must be an http:// or https:// URL without a user name or password, or empty "
+                "for the default"))
         return value or None
 
     return check

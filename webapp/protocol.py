@@ -17,7 +17,7 @@ from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 import idna
 
-from webapp.errors import InvalidValue, Note
+from webapp.errors import InvalidValue, Note, RuleText, rule_text
 
 SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 IMAGE_NS = "http://www.google.com/schemas/sitemap-image/1.1"
@@ -34,6 +34,9 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 
 class ProtocolError(InvalidValue):
     """A value breaks a sitemap rule; the message names the field, the value and the rule."""
+
+
+NO_QUERY_RULE = rule_text("must not have a query (?...) or fragment (#...)")
 
 
 # --- XML escaping (§1.3) ----------------------------------------------------------------------
@@ -57,9 +60,11 @@ def check_text(field: str, value: str, max_length: int | None = None) -> str:
     """Plain text for an extension element: trimmed, XML-safe, within its length."""
     value = value.strip()
     if _XML_INVALID.search(value):
-        raise ProtocolError(field, value, "contains a control character that XML cannot carry")
+        raise ProtocolError(field, value, rule_text(
+            "contains a control character that XML cannot carry"))
     if max_length is not None and len(value) > max_length:
-        raise ProtocolError(field, value, f"is longer than {max_length} characters")
+        raise ProtocolError(field, value, rule_text("is longer than %(limit)s characters",
+                                                     limit=max_length))
     return value
 
 
@@ -88,8 +93,9 @@ def check_encoding(name: str) -> str:
     # base64, rot13 and zlib are codecs but not text encodings; UTF-16, UTF-7, punycode or
     # unicode_escape would mangle the ASCII part of a URL or "encode" into ASCII escapes.
     if codec is None or not getattr(codec, "_is_text_encoding", True) or not _ascii_compatible(codec):
-        raise ProtocolError("encoding", name, "is not a character encoding URLs can be written "
-                            "in (examples: utf-8, euc-jp, shift_jis, iso-8859-1)")
+        raise ProtocolError("encoding", name, rule_text(
+            "is not a character encoding URLs can be written in (examples: utf-8, euc-jp, "
+            "shift_jis, iso-8859-1)"))
     return codec.name
 
 
@@ -119,7 +125,8 @@ def _percent_encode(part: str, kind: str, encoding: str, field: str) -> str:
         try:
             raw = match.group(0).encode(encoding)
         except UnicodeEncodeError:
-            raise ProtocolError(field, part, f"has characters that {encoding} cannot encode") from None
+            raise ProtocolError(field, part, rule_text(
+                "has characters that %(encoding)s cannot encode", encoding=encoding)) from None
         encoded = "%" + raw.hex("%").upper()
         if min(raw) < 0x80:  # an ASCII trail byte (Shift_JIS 0x54 is "T") is written as itself
             encoded = _UNRESERVED_ESCAPE.sub(lambda m: chr(int(m.group(0)[1:], 16)), encoded)
@@ -154,27 +161,31 @@ def remove_dot_segments(path: str) -> str:
 
 def _split(field: str, raw: str) -> SplitResult:
     if not isinstance(raw, str) or not raw.strip():
-        raise ProtocolError(field, raw, "is required")
+        raise ProtocolError(field, raw, rule_text("is required"))
     value = raw.strip()
     if _CONTROL.search(value):
-        raise ProtocolError(field, value, "contains a control character (tab, line break, ...)")
+        raise ProtocolError(field, value, rule_text(
+            "contains a control character (tab, line break, ...)"))
     try:
         parts = urlsplit(value)
         port = parts.port
     except ValueError as exc:
-        raise ProtocolError(field, value, f"is not a valid URL ({exc})") from None
+        raise ProtocolError(field, value, rule_text("is not a valid URL (%(reason)s)",
+                                                     reason=str(exc))) from None
     scheme = parts.scheme.lower()
     if scheme not in DEFAULT_PORTS or not parts.netloc:
-        raise ProtocolError(field, value, "must be an absolute URL starting with http:// or https://")
+        raise ProtocolError(field, value, rule_text(
+            "must be an absolute URL starting with http:// or https://"))
     if parts.username is not None or parts.password is not None:
-        raise ProtocolError(field, value, "must not contain a user name or password")
+        raise ProtocolError(field, value, rule_text("must not contain a user name or password"))
     host = parts.hostname or ""
     if not host:
-        raise ProtocolError(field, value, "has no host name")
+        raise ProtocolError(field, value, rule_text("has no host name"))
     if not host.isascii():
         host = _idna_host(field, value, host)
     if not _HOST_OK.fullmatch(host):
-        raise ProtocolError(field, value, "has a host name with characters a domain cannot have")
+        raise ProtocolError(field, value, rule_text(
+            "has a host name with characters a domain cannot have"))
     if ":" in host:  # an IPv6 literal keeps its brackets
         host = f"[{host}]"
     netloc = host if port is None or port == DEFAULT_PORTS[scheme] else f"{host}:{port}"
@@ -190,15 +201,17 @@ def _idna_host(field: str, value: str, host: str) -> str:
     try:
         return idna.encode(host, uts46=True, transitional=False).decode("ascii")
     except idna.InvalidCodepointContext:
-        raise ProtocolError(field, value, "has a host name with a zero-width joiner or "
-                            "non-joiner (U+200D, U+200C) where IDNA 2008 does not allow one; "
-                            "remove it") from None
+        raise ProtocolError(field, value, rule_text(
+            "has a host name with a zero-width joiner or non-joiner (U+200D, U+200C) where "
+            "IDNA 2008 does not allow one; remove it")) from None
     except idna.InvalidCodepoint as exc:
-        raise ProtocolError(field, value, f"has a host name with a character that IDNA 2008 "
-                            f"does not allow in a domain name ({exc})") from None
+        raise ProtocolError(field, value, rule_text(
+            "has a host name with a character that IDNA 2008 does not allow in a domain name "
+            "(%(reason)s)", reason=str(exc))) from None
     except (idna.IDNAError, UnicodeError) as exc:
-        raise ProtocolError(field, value, f"has a host name that is not a valid international "
-                            f"domain name under IDNA 2008 ({exc})") from None
+        raise ProtocolError(field, value, rule_text(
+            "has a host name that is not a valid international domain name under IDNA 2008 "
+            "(%(reason)s)", reason=str(exc))) from None
 
 
 # A URL already in the form normalize_url returns: lower-case scheme and host, no port, only
@@ -233,11 +246,13 @@ def normalize_url_noting(raw: str, encoding: str = "utf-8",
     query = _percent_encode(parts.query, "query", encoding, field)
     url = urlunsplit((parts.scheme, parts.netloc, path, query, ""))
     if len(url) > MAX_LOC_LENGTH:
-        raise ProtocolError(field, url, f"is {len(url)} characters once encoded; "
-                            f"the limit is {MAX_LOC_LENGTH}")
+        raise ProtocolError(field, url, rule_text(
+            "is %(length)s characters once encoded; the limit is %(limit)s",
+            length=len(url), limit=MAX_LOC_LENGTH))
     if len(url) < MIN_LOC_LENGTH:
-        raise ProtocolError(field, url, f"is shorter than {MIN_LOC_LENGTH} characters, "
-                            "which the sitemap schema does not accept")
+        raise ProtocolError(field, url, rule_text(
+            "is shorter than %(limit)s characters, which the sitemap schema does not accept",
+            limit=MIN_LOC_LENGTH))
     note = None
     if "#" in raw:
         note = Note(field, raw.strip(), f"the fragment #{parts.fragment} was removed: a fragment "
@@ -262,7 +277,7 @@ def normalize_base_url(raw: str, encoding: str = "utf-8") -> str:
     url, fragment = normalize_url_noting(raw, encoding, field="base_url")
     parts = urlsplit(url)
     if parts.query or fragment:
-        raise ProtocolError("base_url", raw, "must not have a query (?...) or fragment (#...)")
+        raise ProtocolError("base_url", raw, NO_QUERY_RULE)
     if not parts.path.endswith("/"):
         url = urlunsplit((parts.scheme, parts.netloc, parts.path + "/", "", ""))
     return url
@@ -273,11 +288,12 @@ def normalize_sitemap_url(raw: str, encoding: str = "utf-8") -> str:
     url, fragment = normalize_url_noting(raw, encoding, field="sitemap_url")
     parts = urlsplit(url)
     if parts.query or fragment:
-        raise ProtocolError("sitemap_url", raw, "must not have a query (?...) or fragment (#...)")
+        raise ProtocolError("sitemap_url", raw, NO_QUERY_RULE)
     name = parts.path.rsplit("/", 1)[-1]
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._\-]*\.xml", name):
-        raise ProtocolError("sitemap_url", url, "must end in a file name such as sitemap.xml "
-                            "(letters, digits, '.', '_' or '-', ending in .xml)")
+        raise ProtocolError("sitemap_url", url, rule_text(
+            "must end in a file name such as sitemap.xml (letters, digits, '.', '_' or '-', "
+            "ending in .xml)"))
     return url
 
 
@@ -288,9 +304,10 @@ def check_site_scope(base_url: str, sitemap_url: str) -> str | None:
                 f"search engines accept it only if {origin(base_url)}/robots.txt has the line "
                 f"'Sitemap: {sitemap_url}' (cross-submission)")
     if not base_url.startswith(directory(sitemap_url)):
-        raise ProtocolError("sitemap_url", sitemap_url, f"can only list URLs under "
-                            f"{directory(sitemap_url)}, but the site's base_url is {base_url}; "
-                            "put the sitemap at the site's root")
+        raise ProtocolError("sitemap_url", sitemap_url, rule_text(
+            "can only list URLs under %(folder)s, but the site's base_url is %(base_url)s; "
+            "put the sitemap at the site's root", folder=directory(sitemap_url),
+            base_url=base_url))
     return None
 
 
@@ -309,8 +326,9 @@ class Scope:
         """A normalised loc inside this scope, with a note of what was removed (a fragment)."""
         url, note = normalize_url_noting(raw, self.encoding, field)
         if not url.startswith(self.base_url):
-            raise ProtocolError(field, url, f"is outside the site: every URL must start with "
-                                f"{self.base_url} (same scheme, host, port and path)")
+            raise ProtocolError(field, url, rule_text(
+                "is outside the site: every URL must start with %(base_url)s (same scheme, "
+                "host, port and path)", base_url=self.base_url))
         return url, note
 
 
@@ -320,8 +338,8 @@ _W3C = re.compile(
     r"(\d{4})(?:-(\d{2})(?:-(\d{2})"
     r"(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?\s*([Zz]|[+-]\d{2}:?\d{2})?)?)?)?"
 )
-LASTMOD_RULE = ("is not a W3C Datetime; use YYYY-MM-DD or YYYY-MM-DDThh:mm:ss+hh:mm "
-                "(YYYY, YYYY-MM and times without seconds are accepted too)")
+LASTMOD_RULE = rule_text("is not a W3C Datetime; use YYYY-MM-DD or YYYY-MM-DDThh:mm:ss+hh:mm "
+                         "(YYYY, YYYY-MM and times without seconds are accepted too)")
 
 
 def _cache_text(maxsize: int):
@@ -374,8 +392,8 @@ def normalize_lastmod(raw: str | date | None) -> str | None:
         moment = datetime(day_value.year, day_value.month, day_value.day,
                           int(hour), int(minute), int(second or 0), tzinfo=timezone(offset))
     except ValueError:
-        raise ProtocolError("lastmod", raw, "is not a real date and time "
-                            "(month 01-12, a day that exists, hour 00-23)") from None
+        raise ProtocolError("lastmod", raw, rule_text(
+            "is not a real date and time (month 01-12, a day that exists, hour 00-23)")) from None
     return _utc_text(moment, raw)
 
 
@@ -383,7 +401,8 @@ def _utc_text(moment: datetime, raw: object) -> str:
     try:
         utc = moment.astimezone(UTC)
     except OverflowError:
-        raise ProtocolError("lastmod", raw, "falls outside the years 0001 to 9999 in UTC") from None
+        raise ProtocolError("lastmod", raw, rule_text(
+            "falls outside the years 0001 to 9999 in UTC")) from None
     # isoformat pads the year to four digits where strftime("%Y") does not.
     return utc.replace(microsecond=0, tzinfo=None).isoformat() + "+00:00"
 
@@ -402,7 +421,8 @@ def normalize_changefreq(raw: str | None) -> str | None:
         return None
     value = raw.strip().lower()
     if value not in CHANGEFREQS:
-        raise ProtocolError("changefreq", raw, f"must be one of {', '.join(CHANGEFREQS)}")
+        raise ProtocolError("changefreq", raw, rule_text("must be one of %(choices)s",
+                                                          choices=", ".join(CHANGEFREQS)))
     return value
 
 
@@ -419,14 +439,16 @@ def normalize_priority(raw: str | float | None) -> float | None:
         if not text:
             return None
         if not _DECIMAL.fullmatch(text) or text == ".":
-            raise ProtocolError("priority", raw, "must be a decimal number from 0.0 to 1.0")
+            raise ProtocolError("priority", raw, rule_text(
+                "must be a decimal number from 0.0 to 1.0"))
         value = float(text)
     else:
         value = float(raw)
     if math.isnan(value) or not 0.0 <= value <= 1.0:
-        raise ProtocolError("priority", raw, "must be from 0.0 to 1.0 (0.5 is the default)")
+        raise ProtocolError("priority", raw, rule_text(
+            "must be from 0.0 to 1.0 (0.5 is the default)"))
     if round(value, 3) != value:
-        raise ProtocolError("priority", raw, "may have at most three decimal places")
+        raise ProtocolError("priority", raw, rule_text("may have at most three decimal places"))
     return value
 
 
@@ -451,12 +473,24 @@ _HREFLANG = re.compile(r"x-default|[a-z]{2,3}(?:-[a-z]{4})?(?:-(?:[a-z]{2}|\d{3}
                        re.IGNORECASE | re.ASCII)
 
 
+LANG_URL_RULE = rule_text("must be written as LANG=URL, e.g. de=https://...")
+
+
+def too_many_images() -> RuleText:
+    return rule_text("a URL may have at most %(limit)s", limit=MAX_IMAGES_PER_URL)
+
+
+def lists_itself(loc: str) -> RuleText:
+    """The rule of an hreflang cluster that leaves out the page that lists it."""
+    return rule_text("must include %(loc)s itself with its own language, e.g. en=%(loc)s", loc=loc)
+
+
 def normalize_hreflang(raw: str) -> str:
     """`x-default`, or an ISO 639-1 language with an optional script and region: `de`, `de-CH`."""
     value = (raw or "").strip()
     if not _HREFLANG.fullmatch(value):
-        raise ProtocolError("hreflang", raw, "must be a language code such as en, de-CH, "
-                            "zh-Hant or x-default")
+        raise ProtocolError("hreflang", raw, rule_text(
+            "must be a language code such as en, de-CH, zh-Hant or x-default"))
     pieces = value.split("-")
     if value.lower() == "x-default":
         return "x-default"

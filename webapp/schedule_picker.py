@@ -10,7 +10,7 @@ from datetime import datetime
 
 from flask_babel import lazy_gettext as _l
 
-from webapp.errors import InvalidValue
+from webapp.errors import InvalidValue, rule_text
 from webapp.scheduler import check_schedule, check_timezone, next_run
 
 MODES = (("minutes", _l("Every N minutes")), ("hours", _l("Every N hours")),
@@ -62,19 +62,19 @@ def compose(form: Mapping[str, str]) -> str:
         unit = "m" if mode == "minutes" else "h"
         if not (fields["every"].isascii() and fields["every"].isdigit()
                 and int(fields["every"]) >= 1):
-            raise InvalidValue("schedule", fields["every"], str(_l(
-                "the number of minutes or hours must be a whole number of at least 1")))
+            raise InvalidValue("schedule", fields["every"], rule_text(
+                "the number of minutes or hours must be a whole number of at least 1"))
         return check_schedule(f"every {int(fields['every'])}{unit}")
     if mode in ("daily", "weekly"):
         time = _TIME.fullmatch(fields["time"])
         if not time or int(time.group(1)) > 23 or int(time.group(2)) > 59:
-            raise InvalidValue("schedule", fields["time"], str(_l(
-                "the time must be written HH:MM, from 00:00 to 23:59")))
+            raise InvalidValue("schedule", fields["time"], rule_text(
+                "the time must be written HH:MM, from 00:00 to 23:59"))
         weekday = "*"
         if mode == "weekly":
             if fields["weekday"] not in {value for value, _ in WEEKDAYS}:
                 raise InvalidValue("schedule", fields["weekday"],
-                                   str(_l("choose a day of the week")))
+                                   rule_text("choose a day of the week"))
             weekday = fields["weekday"]
         return f"cron:{int(time.group(2))} {int(time.group(1))} * * {weekday}"
     if mode == "custom":
@@ -82,7 +82,7 @@ def compose(form: Mapping[str, str]) -> str:
         if len(text.split()) == 5 and not text.startswith(("cron:", "every")):
             text = f"cron:{text}"  # five bare cron fields, as crontab writes them
         return check_schedule(text)
-    raise InvalidValue("schedule", mode, str(_l("choose how often to regenerate")))
+    raise InvalidValue("schedule", mode, rule_text("choose how often to regenerate"))
 
 
 def upcoming(schedule: str, timezone: str, now: datetime, count: int = 3) -> list[datetime]:

@@ -18,6 +18,8 @@ from webapp.errors import (
     InvalidValue,
     NotAllowed,
     NotFound,
+    RuleText,
+    rule_text,
     check_storable,
     collect,
     raise_all,
@@ -55,15 +57,16 @@ def find_site(session: Session, ref: str | int) -> Site:
 def _check_name(value: str) -> str:
     value = check_storable("name", value).strip()
     if not value or len(value) > 200:
-        raise InvalidValue("name", value, "must be 1 to 200 characters")
+        raise InvalidValue("name", value, rule_text("must be 1 to 200 characters"))
     return value
 
 
 def _check_slug(value: str) -> str:
     value = value.strip()
     if not _SLUG.fullmatch(value) or value.isdigit():
-        raise InvalidValue("slug", value, "must be 1 to 64 lower-case letters, digits or '-', "
-                           "starting with a letter or digit, and not only digits (those are ids)")
+        raise InvalidValue("slug", value, rule_text(
+            "must be 1 to 64 lower-case letters, digits or '-', starting with a letter or digit, "
+            "and not only digits (those are ids)"))
     return value
 
 
@@ -73,8 +76,8 @@ def _check_max_urls(value: str) -> int:
     except ValueError:
         number = 0
     if not 1 <= number <= MAX_URLS_PER_FILE:
-        raise InvalidValue("max_urls_per_file", value,
-                           f"must be a whole number from 1 to {MAX_URLS_PER_FILE}")
+        raise InvalidValue("max_urls_per_file", value, rule_text(
+            "must be a whole number from 1 to %(limit)s", limit=MAX_URLS_PER_FILE))
     return number
 
 
@@ -94,9 +97,10 @@ def _check_own_file_names(session: Session, site: Site, sitemap_url: str) -> Non
             continue
         if stem == other_stem or any(re.fullmatch(re.escape(a) + r"-\d+", b)
                                      for a, b in ((stem, other_stem), (other_stem, stem))):
-            raise InvalidValue("sitemap_url", sitemap_url, f"would publish files with the same "
-                               f"names as site {other.slug!r} ({other.sitemap_url}) in the same "
-                               "folder; choose another file name or folder")
+            raise InvalidValue("sitemap_url", sitemap_url, rule_text(
+                "would publish files with the same names as site %(site)s (%(sitemap_url)s) in "
+                "the same folder; choose another file name or folder", site=repr(other.slug),
+                sitemap_url=other.sitemap_url))
 
 
 def _slug_from(session: Session, name: str) -> str:
@@ -119,7 +123,7 @@ def _check_flag(name: str) -> Callable[[str], bool]:
             return True
         if text in ("off", "false", "no", "0"):
             return False
-        raise InvalidValue(name, value, "must be on or off")
+        raise InvalidValue(name, value, rule_text("must be on or off"))
 
     return check
 
@@ -129,7 +133,8 @@ def _check_robots_txt(value: str) -> str | None:
     text = value.replace("\r\n", "\n")
     text = re.sub(r"\\(\\|n)", lambda m: "\n" if m.group(1) == "n" else "\\", text)
     if len(text) > 100_000 or "\x00" in text:
-        raise InvalidValue("robots_txt", value[:40], "must be text of at most 100,000 characters")
+        raise InvalidValue("robots_txt", value[:40], rule_text(
+            "must be text of at most 100,000 characters"))
     return text if text.strip() else None
 
 
@@ -140,7 +145,8 @@ def _show_robots_txt(value: str | None) -> str:
 def _check_choice(name: str, choices: tuple[str, ...]) -> Callable[[str], str]:
     def check(value: str) -> str:
         if value.strip() not in choices:
-            raise InvalidValue(name, value, f"must be one of {', '.join(choices)}")
+            raise InvalidValue(name, value, rule_text("must be one of %(choices)s",
+                                                       choices=", ".join(choices)))
         return value.strip()
 
     return check
@@ -149,7 +155,8 @@ def _check_choice(name: str, choices: tuple[str, ...]) -> Callable[[str], str]:
 def _check_change_delay(value: str) -> int:
     text = str(value).strip().removesuffix("s")
     if not (text.isascii() and text.isdigit()) or int(text) > 86_400:
-        raise InvalidValue("change_delay", value, "must be a number of seconds from 0 to 86400")
+        raise InvalidValue("change_delay", value, rule_text(
+            "must be a number of seconds from 0 to 86400"))
     return int(text)
 
 
@@ -196,9 +203,13 @@ OPERATOR_SETTINGS = ("gsc_credentials", "gsc_endpoint")
 def _check_operator_settings(site: Site, changes: Mapping[str, object]) -> None:
     for name in OPERATOR_SETTINGS:
         if name in changes and changes[name] != SETTINGS[name][1](getattr(site, name)):
-            raise NotAllowed(name, str(changes[name]), "only an admin may change it: it decides "
-                             "where the Search Console access token is sent, or which file "
-                             "is read")
+            raise NotAllowed(name, str(changes[name]), rule_text(
+                "only an admin may change it: it decides where the Search Console access token "
+                "is sent, or which file is read"))
+
+
+def _at_most(limit: int) -> RuleText:
+    return rule_text("must be at most %(limit)s characters", limit=limit)
 
 
 def _parse_setting(name: str, raw: str | list[str]) -> object:
@@ -207,13 +218,13 @@ def _parse_setting(name: str, raw: str | list[str]) -> object:
         check_storable(name, text)
     limit = getattr(Site.__table__.c[name].type, "length", None)
     if limit and len(texts[0]) > 2 * limit:  # far beyond what any rule below could accept
-        raise InvalidValue(name, texts[0][:40], f"must be at most {limit} characters")
+        raise InvalidValue(name, texts[0][:40], _at_most(limit))
     try:
         value = SETTINGS[name][0](raw)
     except InvalidValue as exc:  # the URL rules name URL fields; say which setting it was
         raise InvalidValue(name, exc.value, exc.said) from None
     if limit and isinstance(value, str) and len(value) > limit:
-        raise InvalidValue(name, value[:40], f"must be at most {limit} characters")
+        raise InvalidValue(name, value[:40], _at_most(limit))
     return value
 
 

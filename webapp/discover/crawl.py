@@ -22,7 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from webapp.db import new_session
-from webapp.errors import InvalidValue, NotFound, raise_all
+from webapp.errors import InvalidValue, NotFound, raise_all, rule_text
 from webapp.models import Discovery, Site, Url
 from webapp.outbound import OutboundError, Policy, get_page
 from webapp.protocol import Scope
@@ -55,8 +55,10 @@ def check_limits(max_pages: object = 100, max_depth: object = 3,
         except ValueError:
             result = None
         if result is None or not low <= result <= high:
-            errors.append(InvalidValue(name, value, f"must be a {'whole ' if kind is int else ''}"
-                                       f"number from {low:g} to {high:g}"))
+            bounds = {"low": f"{low:g}", "high": f"{high:g}"}
+            errors.append(InvalidValue(name, value, rule_text(
+                "must be a whole number from %(low)s to %(high)s", **bounds) if kind is int
+                else rule_text("must be a number from %(low)s to %(high)s", **bounds)))
         return result
 
     limits = Limits(number("max_pages", max_pages, int, 1, 10_000),

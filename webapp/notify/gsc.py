@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from urllib.parse import quote, urlsplit
 
-from webapp.errors import InvalidValue
+from webapp.errors import InvalidValue, rule_text
 from webapp.models import Delivery, Site
 from webapp.notify import gsc_account
 from webapp.notify.ledger import not_sent
@@ -33,8 +33,9 @@ MEANINGS = {
 def check_property(value: str) -> str | None:
     value = value.strip()
     if value and not re.fullmatch(r"sc-domain:[a-z0-9.-]+|https?://[^\s/?#]+/\S*", value):
-        raise InvalidValue("gsc_property", value, "must be a Search Console property as it "
-                           "names it: sc-domain:example.com or https://example.com/")
+        raise InvalidValue("gsc_property", value, rule_text(
+            "must be a Search Console property as it names it: sc-domain:example.com or "
+            "https://example.com/"))
     return value or None
 
 

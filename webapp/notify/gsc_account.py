@@ -23,7 +23,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from webapp import sealing
-from webapp.errors import InvalidValue
+from webapp.errors import InvalidValue, rule_text
 from webapp.models import ServiceAccountKey, Site
 from webapp.outbound import OutboundError, Policy, is_http_url, send, token_transport
 
@@ -58,10 +58,12 @@ def load_credentials(path: str) -> service_account.Credentials:
             info = json.load(handle)
         return service_account.Credentials.from_service_account_info(info, scopes=SCOPES)
     except OSError as exc:
-        raise InvalidValue("gsc_credentials", path, f"cannot be read ({exc.strerror})") from None
+        raise InvalidValue("gsc_credentials", path, rule_text(
+            "cannot be read (%(reason)s)", reason=exc.strerror)) from None
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise InvalidValue("gsc_credentials", path, "must be the JSON key file of a Google "
-                           f"service account ({str(exc).splitlines()[0][:120]})") from None
+        raise InvalidValue("gsc_credentials", path, rule_text(
+            "must be the JSON key file of a Google service account (%(reason)s)",
+            reason=str(exc).splitlines()[0][:120])) from None
 
 
 def check_credentials(value: str) -> str | None:

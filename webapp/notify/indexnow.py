@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 from flask_babel import gettext as _
 from sqlalchemy.orm import Session
 
-from webapp.errors import InvalidValue
+from webapp.errors import InvalidValue, rule_text
 from webapp.models import Delivery, Site, new_indexnow_key
 from webapp.notify.ledger import start_from_now
 from webapp.outbound import Answer, OutboundError, Policy, endpoint_check, send
@@ -40,8 +40,9 @@ def check_key(value: str) -> str:
     if value == "new":
         return new_indexnow_key()
     if not _KEY.fullmatch(value):
-        raise InvalidValue("indexnow_key", value, "must be 8 to 128 characters: letters, digits "
-                           "or '-' (or `new` for a fresh random key)")
+        raise InvalidValue("indexnow_key", value, rule_text(
+            "must be 8 to 128 characters: letters, digits or '-' (or `new` for a fresh random "
+            "key)"))
     return value
 
 
@@ -63,9 +64,10 @@ def _check_key_location(base_url: str, sitemap_url: str, location: str) -> None:
     if location == "sitemap":
         folder = directory(sitemap_url)
         if not base_url.startswith(folder):
-            raise InvalidValue("indexnow_key_location", "sitemap", f"needs the site's pages "
-                               f"({base_url}) under the sitemap's folder ({folder}): IndexNow "
-                               "accepts only URLs under the key file's folder")
+            raise InvalidValue("indexnow_key_location", "sitemap", rule_text(
+                "needs the site's pages (%(base_url)s) under the sitemap's folder (%(folder)s): "
+                "IndexNow accepts only URLs under the key file's folder", base_url=base_url,
+                folder=folder))
 
 
 def enabled(site: Site) -> bool:

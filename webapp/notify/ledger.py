@@ -17,7 +17,7 @@ from types import ModuleType
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.orm import Session
 
-from webapp.errors import InvalidValue
+from webapp.errors import InvalidValue, rule_text
 from webapp.models import Delivery, Generation, NotifyCursor, Site
 from webapp.outbound import Answer, OutboundError
 from webapp.urls import changed_locs, committed_change_seq
@@ -255,10 +255,10 @@ def failed(session: Session, delivery: Delivery, error: OutboundError, now: date
 def retry(session: Session, delivery: Delivery, config: dict, now: datetime) -> None:
     """Send a failed (or waiting) record again now, with a fresh allowance of attempts."""
     if delivery.status in ("delivered", "accepted"):
-        raise InvalidValue("notification", str(delivery.id), "was delivered; there is nothing "
-                           "to retry")
+        raise InvalidValue("notification", str(delivery.id), rule_text(
+            "was delivered; there is nothing to retry"))
     if delivery.status == "sending":
-        raise InvalidValue("notification", str(delivery.id), "is being sent right now")
+        raise InvalidValue("notification", str(delivery.id), rule_text("is being sent right now"))
     changed = session.execute(update(Delivery).where(
         Delivery.id == delivery.id, Delivery.status == delivery.status,
         Delivery.attempts == delivery.attempts,  # nobody sent it since it was read
@@ -267,5 +267,5 @@ def retry(session: Session, delivery: Delivery, config: dict, now: datetime) -> 
         .execution_options(synchronize_session=False)).rowcount
     session.expire(delivery)
     if changed != 1:
-        raise InvalidValue("notification", str(delivery.id), "changed while it was being "
-                           "retried; look at it again")
+        raise InvalidValue("notification", str(delivery.id), rule_text(
+            "changed while it was being retried; look at it again"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from urllib.parse import quote, urlsplit
 
-from webapp.errors import InvalidValue
+from webapp.errors import InvalidValue, rule_text
 from webapp.models import Delivery, Site
 from webapp.outbound import Answer, Policy, is_http_url, send
 
@@ -38,18 +38,19 @@ def check_templates(value: str | list[str]) -> str | None:
     found = [part.strip() for part in parts if part.strip()]
     for template in found:
         if not is_http_url(template.replace("{sitemap}", "x")):
-            raise InvalidValue("ping_urls", template, "must be an http:// or https:// URL "
-                               "without a user name or password")
+            raise InvalidValue("ping_urls", template, rule_text(
+                "must be an http:// or https:// URL without a user name or password"))
         if len(template) > 1000:
-            raise InvalidValue("ping_urls", template[:40], "must be at most 1000 characters")
+            raise InvalidValue("ping_urls", template[:40], rule_text(
+                "must be at most %(limit)s characters", limit=1000))
         if "{sitemap}" not in template:
-            raise InvalidValue("ping_urls", template, "must contain {sitemap}, which is replaced "
-                               "by the URL-encoded sitemap URL")
+            raise InvalidValue("ping_urls", template, rule_text(
+                "must contain {sitemap}, which is replaced by the URL-encoded sitemap URL"))
         parts = urlsplit(template.replace("{sitemap}", "x"))
         if RETIRED.search(parts.hostname) and "/ping" in parts.path.lower():
-            raise InvalidValue("ping_urls", template, "is a retired endpoint (Google's answers "
-                               "404 since 2023, Bing's 410 since 2022); use Search Console "
-                               "and IndexNow instead")
+            raise InvalidValue("ping_urls", template, rule_text(
+                "is a retired endpoint (Google's answers 404 since 2023, Bing's 410 since "
+                "2022); use Search Console and IndexNow instead"))
     return "\n".join(found) or None
 
 

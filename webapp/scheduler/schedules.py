@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from apscheduler.triggers.cron import CronTrigger
 
-from webapp.errors import InvalidValue
+from webapp.errors import InvalidValue, rule_text
 
 DEFAULT_SCHEDULE = "every 6h"
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -25,8 +25,8 @@ def check_timezone(value: str) -> str:
     try:
         ZoneInfo(value)
     except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a name too long for a file
-        raise InvalidValue("timezone", value, "must be a time zone name such as UTC, "
-                           "Europe/Paris or America/New_York") from None
+        raise InvalidValue("timezone", value, rule_text(
+            "must be a time zone name such as UTC, Europe/Paris or America/New_York")) from None
     return value
 
 
@@ -48,16 +48,18 @@ def _cron_weekdays(field: str) -> str:
 def _cron(expression: str, timezone: str) -> CronTrigger:
     fields = expression.split()
     if len(fields) != 5:
-        raise InvalidValue("schedule", f"cron:{expression}", "is not a cron expression: it "
-                           f"needs five fields (minute hour day month weekday), not {len(fields)}")
+        raise InvalidValue("schedule", f"cron:{expression}", rule_text(
+            "is not a cron expression: it needs five fields (minute hour day month weekday), "
+            "not %(count)s", count=len(fields)))
     try:
         minute, hour, day, month, weekday = fields
         return CronTrigger(minute=minute, hour=hour, day=day, month=month,
                            day_of_week=_cron_weekdays(weekday), timezone=ZoneInfo(timezone))
     except ValueError as exc:
         reason = str(exc) or "it needs five fields"
-        raise InvalidValue("schedule", f"cron:{expression}", f"is not a cron expression "
-                           f"(minute hour day month weekday): {reason}") from None
+        raise InvalidValue("schedule", f"cron:{expression}", rule_text(
+            "is not a cron expression (minute hour day month weekday): %(reason)s",
+            reason=str(reason))) from None
 
 
 def check_schedule(value: str) -> str:
@@ -70,14 +72,16 @@ def check_schedule(value: str) -> str:
         digits = every.group(1)  # more than 9 is over a year in any unit (and slow to read)
         seconds = int(digits) * UNITS[every.group(2)] if len(digits) <= 9 else MAX_INTERVAL + 1
         if not 1 <= seconds <= MAX_INTERVAL:
-            raise InvalidValue("schedule", value, "must be an interval from 1 second to 365 days")
+            raise InvalidValue("schedule", value, rule_text(
+                "must be an interval from 1 second to 365 days"))
         return f"every {int(digits)}{every.group(2)}"
     if text.startswith("cron:"):
         expression = text.removeprefix("cron:").strip()
         _cron(expression, "UTC")
         return f"cron:{expression}"
-    raise InvalidValue("schedule", value, "must be `off`, `every N` with a unit s, m, h or d "
-                       "(`every 30m`), or `cron:` and five fields (`cron:0 3 * * *`)")
+    raise InvalidValue("schedule", value, rule_text(
+        "must be `off`, `every N` with a unit s, m, h or d (`every 30m`), or `cron:` and five "
+        "fields (`cron:0 3 * * *`)"))
 
 
 def next_run(schedule: str, timezone: str, now: datetime) -> datetime | None:

@@ -18,15 +18,18 @@ import io
 import re
 from collections.abc import Iterator, Sequence
 
-from webapp.errors import InvalidValue
+from webapp.errors import InvalidValue, rule_text
 from webapp.protocol import (
     FIELD_RULES,
+    LANG_URL_RULE,
     MAX_IMAGES_PER_URL,
     Scope,
     check_text,
     format_priority,
+    lists_itself,
     normalize_hreflang,
     normalize_url,
+    too_many_images,
 )
 from webapp.urls.exclusions import Excluded, Rules
 
@@ -119,8 +122,9 @@ def _texts(name: str, cell: str, count: int) -> list[str | None]:
         return [None] * count
     lines = _lines(cell)
     if len(lines) != count:
-        raise InvalidValue(name, cell, f"has {len(lines)} lines and there are {count} images: "
-                           "write one line per image, an empty line for an image without one")
+        raise InvalidValue(name, cell, rule_text(
+            "has %(lines)s lines and there are %(images)s images: write one line per image, an "
+            "empty line for an image without one", lines=len(lines), images=count))
     texts = [check_text(name, _ESCAPED.sub(lambda m: _UNESCAPED[m[1]], line)) for line in lines]
     return [text or None for text in texts]
 
@@ -132,8 +136,7 @@ def read_extensions(loc: str, cells: dict[str, str], encoding: str) -> Extension
     if "images" in cells:
         locs = [normalize_url(image, encoding, field="images") for image in cells["images"].split()]
         if len(locs) > MAX_IMAGES_PER_URL:
-            raise InvalidValue("images", f"{len(locs)} images",
-                               f"a URL may have at most {MAX_IMAGES_PER_URL}")
+            raise InvalidValue("images", f"{len(locs)} images", too_many_images())
         titles = _texts("image_titles", cells.get("image_titles", ""), len(locs))
         captions = _texts("image_captions", cells.get("image_captions", ""), len(locs))
         images = tuple(zip(locs, titles, captions))
@@ -143,15 +146,14 @@ def read_extensions(loc: str, cells: dict[str, str], encoding: str) -> Extension
         for pair in cells["alternates"].split():
             lang, sep, href = pair.partition("=")
             if not sep:
-                raise InvalidValue("alternates", pair, "must be written as LANG=URL, e.g. "
-                                   "de=https://...")
+                raise InvalidValue("alternates", pair, LANG_URL_RULE)
             lang = normalize_hreflang(lang)
             if lang in pairs:
-                raise InvalidValue("alternates", pair, f"names the language {lang} twice")
+                raise InvalidValue("alternates", pair, rule_text(
+                    "names the language %(lang)s twice", lang=lang))
             pairs[lang] = normalize_url(href, encoding, field="alternates")
         if pairs and loc not in pairs.values():
-            raise InvalidValue("alternates", ", ".join(pairs), f"must include {loc} itself "
-                               "with its own language, e.g. en=" + loc)
+            raise InvalidValue("alternates", ", ".join(pairs), lists_itself(loc))
         alternates = tuple(sorted(pairs.items()))
     return images, alternates
 

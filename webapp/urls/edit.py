@@ -13,11 +13,14 @@ from webapp.errors import InvalidValue, Note, NotFound, collect, raise_all
 from webapp.models import Site, Url, UrlAlternate, UrlImage, utcnow
 from webapp.protocol import (
     FIELD_RULES,
+    LANG_URL_RULE,
     MAX_IMAGES_PER_URL,
     Scope,
+    lists_itself,
     normalize_hreflang,
     normalize_url,
     normalize_url_noting,
+    too_many_images,
 )
 from webapp.urls.changes import count_live, next_change_seq
 from webapp.urls.exclusions import Excluded, Rules
@@ -51,7 +54,7 @@ def clean_alternates(site: Site, pairs: Iterable[str],
     for pair in pairs:
         lang, sep, href = pair.partition("=")
         if not sep:
-            raise InvalidValue("alternate", pair, "must be written as LANG=URL, e.g. de=https://...")
+            raise InvalidValue("alternate", pair, LANG_URL_RULE)
         alternates[normalize_hreflang(lang)] = _noted(
             [] if notes is None else notes,
             normalize_url_noting(href, site.encoding, field="alternate"))
@@ -115,16 +118,14 @@ def check_url(site: Site, loc: str, fields: dict[str, str | None] | None = None,
         _noted(notes, normalize_url_noting(image, site.encoding, field="image"))
         for image in images])
     if image_locs is not None and len(image_locs) > MAX_IMAGES_PER_URL:
-        errors.append(InvalidValue("image", f"{len(image_locs)} images",
-                                   f"a URL may have at most {MAX_IMAGES_PER_URL}"))
+        errors.append(InvalidValue("image", f"{len(image_locs)} images", too_many_images()))
     if isinstance(alternates, Mapping):
         alternates = [f"{lang}={href}" for lang, href in alternates.items()]
     alternate_map = None if alternates is None else collect(
         errors, clean_alternates, site, alternates, notes)
     if alternate_map and loc is not None and loc not in alternate_map.values():
         # hreflang: every page of a cluster lists all its versions, itself included.
-        errors.append(InvalidValue("alternate", ", ".join(alternate_map), f"must include {loc} "
-                                   "itself with its own language, e.g. en=" + loc))
+        errors.append(InvalidValue("alternate", ", ".join(alternate_map), lists_itself(loc)))
     raise_all(errors)
     return CheckedUrl(loc, values, image_locs, alternate_map, tuple(notes))
 

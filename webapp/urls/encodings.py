@@ -13,7 +13,7 @@ import io
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-from webapp.errors import InvalidValue
+from webapp.errors import InvalidValue, rule_text
 
 # The choices by name (as the command line and the form send them), and what each is called
 # and read with.
@@ -27,7 +27,8 @@ def check_encoding_choice(name: str) -> str:
     """The choice named (any case), or InvalidValue listing the choices."""
     key = (name or "").strip().lower()
     if key not in ENCODINGS:
-        raise InvalidValue("encoding", name, f"must be one of {', '.join(ENCODINGS)}")
+        raise InvalidValue("encoding", name, rule_text("must be one of %(choices)s",
+                                                        choices=", ".join(ENCODINGS)))
     return key
 
 

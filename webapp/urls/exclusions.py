@@ -29,7 +29,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 import re2
 
-from webapp.errors import InvalidValue, Note
+from webapp.errors import InvalidValue, Note, RuleText, rule_text
 
 MAX_RULES = 100
 MAX_RULE_LENGTH = 300
@@ -91,24 +91,27 @@ def _any_rule(rules: tuple[str, ...]):
 
 def check_rule(rule: str, field: str = "exclude", line: int | None = None) -> str:
     """One rule as written, or InvalidValue naming the line and what is wrong."""
-    where = f"line {line}: " if line else ""
+    def where(said: RuleText) -> RuleText:
+        return rule_text("line %(line)s: %(rule)s", line=line, rule=said) if line else said
+
     if len(rule) > MAX_RULE_LENGTH:
-        raise InvalidValue(field, rule, f"{where}a rule may be at most {MAX_RULE_LENGTH} "
-                           "characters")
+        raise InvalidValue(field, rule, where(rule_text(
+            "a rule may be at most %(limit)s characters", limit=MAX_RULE_LENGTH)))
     if rule.startswith(REGEX):
         if not rule[len(REGEX):].strip():
-            raise InvalidValue(field, rule, f"{where}re: needs a regular expression after it")
+            raise InvalidValue(field, rule, where(rule_text(
+                "re: needs a regular expression after it")))
     elif not rule.startswith(("/", "*")):
-        raise InvalidValue(field, rule, f"{where}a glob is matched against the URL's path, so "
-                           "it starts with / or * (e.g. /tmp/*); write re: before a regular "
-                           "expression")
+        raise InvalidValue(field, rule, where(rule_text(
+            "a glob is matched against the URL's path, so it starts with / or * (e.g. /tmp/*); "
+            "write re: before a regular expression")))
     try:
         compile_rule(rule)
     except re2.error as exc:
         reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
-        raise InvalidValue(field, rule, f"{where}is not a valid regular expression ({reason}); "
-                           "the syntax is Python's without backreferences or look-around "
-                           "(RE2)") from None
+        raise InvalidValue(field, rule, where(rule_text(
+            "is not a valid regular expression (%(reason)s); the syntax is Python's without "
+            "backreferences or look-around (RE2)", reason=str(reason)))) from None
     return rule
 
 
@@ -123,8 +126,8 @@ def parse_exclude(value: str | list[str]) -> str | None:
         lines = text.split("\n")
     rules = [(n, line.strip()) for n, line in enumerate(lines, start=1) if line.strip()]
     if len(rules) > MAX_RULES:
-        raise InvalidValue("exclude", f"{len(rules)} rules", f"a site may have at most "
-                           f"{MAX_RULES} exclusion rules")
+        raise InvalidValue("exclude", f"{len(rules)} rules", rule_text(
+            "a site may have at most %(limit)s exclusion rules", limit=MAX_RULES))
     return "\n".join(check_rule(rule, line=n) for n, rule in rules) or None
 
 
@@ -138,13 +141,14 @@ def parse_strip_params(value: str | list[str]) -> str | None:
     items = value if isinstance(value, list) else str(value).split(",")
     globs = [str(item).strip() for item in items if str(item).strip()]
     if len(globs) > MAX_PARAMS:
-        raise InvalidValue("strip_params", f"{len(globs)} names", f"at most {MAX_PARAMS} "
-                           "parameter names")
+        raise InvalidValue("strip_params", f"{len(globs)} names", rule_text(
+            "at most %(limit)s parameter names", limit=MAX_PARAMS))
     for glob in globs:
         if len(glob) > MAX_PARAM_LENGTH or not _PARAM_GLOB.fullmatch(glob):
-            raise InvalidValue("strip_params", glob, "must be query parameter names or globs "
-                               "such as utm_* (letters, digits, _ . - and * ? [ ]), separated "
-                               f"by commas, each at most {MAX_PARAM_LENGTH} characters")
+            raise InvalidValue("strip_params", glob, rule_text(
+                "must be query parameter names or globs such as utm_* (letters, digits, _ . - "
+                "and * ? [ ]), separated by commas, each at most %(limit)s characters",
+                limit=MAX_PARAM_LENGTH))
     return ",".join(dict.fromkeys(globs)) or None
 
 

@@ -13,7 +13,7 @@ from flask_babel import gettext as _
 from sqlalchemy import exists, func, or_, select
 from sqlalchemy.orm import Session
 
-from webapp.errors import InvalidValue
+from webapp.errors import InvalidValue, rule_text
 from webapp.models import DismissedWarning, Site, Url, utcnow
 from webapp.urls import hreflang
 from webapp.urls.exclusions import Rules
@@ -102,12 +102,14 @@ def url_filter(site: Site, args) -> list:
     name = args.get("health", "")
     if name:
         if name not in FILTERS:
-            raise InvalidValue("health", name, f"must be one of {', '.join(FILTERS)}")
+            raise InvalidValue("health", name, rule_text("must be one of %(choices)s",
+                                                          choices=", ".join(FILTERS)))
         conditions.append(FILTERS[name](site))
     lastmod = args.get("lastmod", "")
     if lastmod:
         if len(lastmod) > 25:
-            raise InvalidValue("lastmod", lastmod, "must be a lastmod of at most 25 characters")
+            raise InvalidValue("lastmod", lastmod, rule_text(
+                "must be a lastmod of at most 25 characters"))
         conditions.append(Url.lastmod == lastmod)
     return conditions
 
@@ -232,9 +234,10 @@ def dismiss(session: Session, site: Site, kind: str, print_: str, user_id: int |
     """Hide the site's warning of `kind` while its condition has the fingerprint `print_`
     (the one shown when it was dismissed); the caller commits."""
     if not (len(print_) == 64 and all(c in "0123456789abcdef" for c in print_)):
-        raise InvalidValue("fingerprint", print_, "must be the 64 hex digits the page gave")
+        raise InvalidValue("fingerprint", print_, rule_text(
+            "must be the 64 hex digits the page gave"))
     if not (0 < len(kind) <= 32):
-        raise InvalidValue("kind", kind, "must be the kind of a warning of this site")
+        raise InvalidValue("kind", kind, rule_text("must be the kind of a warning of this site"))
     row = session.get(DismissedWarning, (site.id, kind))
     if row is None:
         row = DismissedWarning(site_id=site.id, kind=kind)

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from sqlalchemy.orm import Session
 
-from webapp.errors import InvalidValue
+from webapp.errors import InvalidValue, rule_text
 from webapp.models import Site
 from webapp.outbound import OutboundError, Policy, fetch
 from webapp.urls.encodings import open_text
@@ -40,8 +40,9 @@ def check_source_url(site: Site, url: str) -> None:
         parts = None
     hosts = {urlsplit(site.base_url).netloc, urlsplit(site.sitemap_url).netloc}
     if parts is None or parts.scheme not in ("http", "https") or parts.netloc not in hosts:
-        raise InvalidValue("sitemap_url", url, "must be an http:// or https:// URL on the "
-                           f"site's host ({' or '.join(sorted(hosts))})")
+        raise InvalidValue("sitemap_url", url, rule_text(
+            "must be an http:// or https:// URL on the site's host (%(hosts)s)",
+            hosts=" or ".join(sorted(hosts))))
 
 
 def fetch_source(site: Site, url: str, policy: Policy) -> bytes:

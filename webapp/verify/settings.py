@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from webapp.errors import InvalidValue
+from webapp.errors import InvalidValue, rule_text
 from webapp.outbound import USER_AGENT
 from webapp.scheduler import check_schedule
 
@@ -20,7 +20,8 @@ MAX_IGNORE_PATTERNS = 50
 def check_lastmod_source(value: str) -> str:
     text = str(value).strip().lower()
     if text not in LASTMOD_SOURCES:
-        raise InvalidValue("lastmod_source", value, "must be one of given, content, newest")
+        raise InvalidValue("lastmod_source", value, rule_text(
+            "must be one of %(choices)s", choices=", ".join(LASTMOD_SOURCES)))
     return text
 
 
@@ -29,8 +30,9 @@ def check_leave_out(value: str) -> str:
     names = [name.strip().lower() for name in str(value).split(",") if name.strip()]
     unknown = [name for name in names if name not in LEAVE_OUT_CHOICES]
     if unknown:
-        raise InvalidValue("leave_out", value, f"must be a comma list of "
-                           f"{', '.join(LEAVE_OUT_CHOICES)} (or empty); {unknown[0]!r} is not one")
+        raise InvalidValue("leave_out", value, rule_text(
+            "must be a comma list of %(choices)s (or empty); %(name)s is not one",
+            choices=", ".join(LEAVE_OUT_CHOICES), name=repr(unknown[0])))
     return ",".join(name for name in LEAVE_OUT_CHOICES if name in names)
 
 
@@ -38,7 +40,7 @@ def check_verify_schedule(value: str) -> str:
     try:
         return check_schedule(value)
     except InvalidValue as exc:
-        raise InvalidValue("verify_schedule", value, exc.rule) from None
+        raise InvalidValue("verify_schedule", value, exc.said) from None
 
 
 def check_user_agent(value: str) -> str | None:
@@ -47,8 +49,8 @@ def check_user_agent(value: str) -> str | None:
     if not text:
         return None
     if len(text) > 300 or not all(" " <= character <= "~" for character in text):
-        raise InvalidValue("user_agent", value[:40], "must be at most 300 printable ASCII "
-                           "characters, or empty for the default")
+        raise InvalidValue("user_agent", value[:40], rule_text(
+            "must be at most 300 printable ASCII characters, or empty for the default"))
     return text
 
 
@@ -58,14 +60,15 @@ def check_verify_ignore(value: str) -> str | None:
     text = str(value).replace("\r\n", "\n").replace("\\n", "\n")
     lines = [line.strip() for line in text.split("\n") if line.strip()]
     if len(lines) > MAX_IGNORE_PATTERNS:
-        raise InvalidValue("verify_ignore", value[:40],
-                           f"must be at most {MAX_IGNORE_PATTERNS} patterns")
+        raise InvalidValue("verify_ignore", value[:40], rule_text(
+            "must be at most %(limit)s patterns", limit=MAX_IGNORE_PATTERNS))
     for line in lines:
         try:
             re.compile(line)
         except re.error as exc:
-            raise InvalidValue("verify_ignore", line, f"must be regular expressions, one a "
-                               f"line; this one is not ({exc})") from None
+            raise InvalidValue("verify_ignore", line, rule_text(
+                "must be regular expressions, one a line; this one is not (%(reason)s)",
+                reason=str(exc))) from None
     return "\n".join(lines) or None
 
 
