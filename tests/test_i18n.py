@@ -433,3 +433,19 @@ def test_the_catalog_check_finds_missing_english_and_mismatched_translations():
         "no Japanese for 'Missing'",
         "placeholders of 'Saved %(url)s.' differ: '%(loc)s を保存しました。'",
         "'Left in English' is not translated: 'Left in English'"]
+
+
+@pytest.mark.parametrize("schedule, english, japanese", [
+    ("off", "Off", "オフ"),
+    ("every 6h", "Every 6 hours", "6 時間ごと"),
+    ("every 1m", "Every 1 minute", "1 分ごと"),
+    ("cron:30 3 * * *", "Daily at 03:30", "毎日 03:30"),
+    ("cron:0 4 * * 1", "Monday at 04:00", "毎週月曜日 04:00"),
+    ("cron:*/5 1 * * *", "cron:*/5 1 * * *", "cron:*/5 1 * * *"),  # custom: as written
+])
+def test_a_schedule_is_described_in_the_readers_words(app, schedule, english, japanese):
+    from webapp.schedule_picker import describe
+
+    for language, expected in (("en", english), ("ja", japanese)):
+        with app.test_request_context(headers={"Accept-Language": language}):
+            assert describe(schedule) == expected

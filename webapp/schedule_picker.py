@@ -8,7 +8,9 @@ import re
 from collections.abc import Mapping
 from datetime import datetime
 
+from flask_babel import gettext as _
 from flask_babel import lazy_gettext as _l
+from flask_babel import ngettext
 
 from webapp.errors import InvalidValue, rule_text
 from webapp.scheduler import check_schedule, check_timezone, next_run
@@ -43,6 +45,26 @@ def state(schedule: str) -> dict[str, str]:
         return {**fields, "mode": "weekly", "time": time, "weekday": str(int(weekday) % 7),
                 "custom": ""}
     return fields
+
+
+def describe(schedule: str) -> str:
+    """The schedule in the reader's words ("Every 6 hours", "毎日 03:00"); a custom one as
+    written."""
+    fields = state(schedule)
+    mode = fields["mode"]
+    if mode == "off":
+        return _("Off")
+    if mode in ("minutes", "hours"):
+        every = int(fields["every"])
+        if mode == "minutes":
+            return ngettext("Every %(num)d minute", "Every %(num)d minutes", every)
+        return ngettext("Every %(num)d hour", "Every %(num)d hours", every)
+    if mode == "daily":
+        return _("Daily at %(time)s", time=fields["time"])
+    if mode == "weekly":
+        day = dict(WEEKDAYS).get(fields["weekday"], fields["weekday"])
+        return _("%(weekday)s at %(time)s", weekday=day, time=fields["time"])
+    return schedule
 
 
 def from_form(form: Mapping[str, str]) -> dict[str, str]:

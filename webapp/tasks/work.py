@@ -165,19 +165,23 @@ def discover_task(task_id: str, site_id: int, max_pages: int, max_depth: int,
     """A discovery crawl of the site; what it found waits on the site's Discover page."""
     app = _app()
 
-    def work(progress: records.Progress) -> str:
+    def work(progress: records.Progress) -> list[Line]:
         limits = discover.check_limits(max_pages, max_depth, max_minutes)
         report = discover.crawl(app, site_id, limits, progress)
         progress.result.update(found=report.found, new=report.new, known=report.known,
                                excluded=report.excluded, accepted=report.accepted)
-        lines = [report.line()]
+        lines: list[Line] = [said(
+            "%(found)s found: %(new)s new, %(known)s known, %(excluded)s excluded",
+            found=report.found, new=report.new, known=report.known, excluded=report.excluded)]
         if report.robots:
-            lines.append(report.robots)
+            lines.append(verbatim(report.robots))
         if report.stopped_by:
-            lines.append(f"stopped at the {report.stopped_by} limit")
+            lines.append(said("stopped at the %(limit)s limit", limit=report.stopped_by))
         if report.accepted:
-            lines.append(f"{report.accepted} new URLs added (the site's discover_mode is add)")
-        return "\n".join(lines)
+            lines.append(said_plural("%(num)s new URL added (the site's discover_mode is add)",
+                                     "%(num)s new URLs added (the site's discover_mode is add)",
+                                     report.accepted))
+        return lines
 
     _recorded(task_id, work)
 
@@ -185,7 +189,17 @@ def discover_task(task_id: str, site_id: int, max_pages: int, max_depth: int,
 def verify_now(task_id: str, site_id: int) -> None:
     """Verify a site's URLs (continuing its unfinished run, if any), with progress."""
     app = _app()
-    _recorded(task_id, lambda progress: verification.verify_site(app, site_id, progress).line())
+
+    def work(progress: records.Progress) -> list[Line]:
+        report = verification.verify_site(app, site_id, progress)
+        counts = report.counts
+        return [said("%(checked)s checked: %(ok)s ok, %(broken)s broken, %(redirected)s "
+                     "redirected, %(noindex)s noindex, %(canonical)s canonical elsewhere, "
+                     "%(unreachable)s unreachable", checked=report.checked,
+                     **{name: counts.get(name, 0) for name in (
+                         "ok", "broken", "redirected", "noindex", "canonical", "unreachable")})]
+
+    _recorded(task_id, work)
 
 
 # The tasks by name: what the web asks for (by `kind` of its record) and what the clock and

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from flask_babel import lazy_gettext as _l
 
+from webapp import schedule_picker, setting_fields
 from webapp.views.dashboard import bp
 
 ROLES = {"admin": _l("admin"), "editor": _l("editor"), "viewer": _l("viewer")}
@@ -45,3 +46,16 @@ def status_name(status: str) -> str:
 @bp.app_template_global()
 def task_kind_name(kind: str) -> str:
     return _named(TASK_KINDS, kind)
+
+
+@bp.app_template_global()
+def schedule_name(schedule: str) -> str:
+    """A schedule (`every 6h`, `cron:0 3 * * *`) in the reader's words."""
+    return schedule_picker.describe(schedule)
+
+
+@bp.app_template_global()
+def setting_choice(name: str, value: str) -> str:
+    """A select setting's value by its label in the reader's language (as the settings page
+    names it); a value with no label is shown as it is."""
+    return _named(dict(setting_fields.FIELDS[name].choices), value)
