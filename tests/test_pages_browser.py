@@ -51,6 +51,8 @@ PAGES = [
     ("sitemap-view", "/sitemaps/{slug}/view/sitemap.xml"),
 ]
 SIGNED_OUT = {"sign-in"}
+# GET routes of the dashboard that answer a page's script with JSON, not a person.
+NOT_PAGES = {"/sites/*/settings/schedule-preview"}
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
                                 reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)")
@@ -214,7 +216,7 @@ def test_sign_in_create_a_site_and_regenerate_it_with_the_keyboard_alone(app, br
     page.keyboard.type("Keyboard Shop")
     tab_to(page, "Base URL")
     page.keyboard.type("https://keys.example.com/")
-    tab_to(page, "Create")
+    tab_to(page, "Create the site")
     page.keyboard.press("Space")
     page.wait_for_url(f"{server}/sites/keyboard-shop")
     assert page.locator("h1").inner_text() == "Keyboard Shop"
@@ -234,7 +236,7 @@ def test_sign_in_create_a_site_and_regenerate_it_with_the_keyboard_alone(app, br
     tab_to(page, "Regenerate now")
     page.keyboard.press("Space")
     page.locator("#task-message").filter(has_text="succeeded").wait_for()
-    assert "1 URLs" in page.locator("#task-message").inner_text()
+    assert "1 URL in 1 file" in page.locator("#task-message").inner_text()
     published = page.evaluate("url => fetch(url).then(answer => answer.text())",
                               f"{server}/sitemaps/keyboard-shop/sitemap.xml")
     assert "<loc>https://keys.example.com/first</loc>" in published
@@ -247,4 +249,4 @@ def test_the_page_list_names_every_dashboard_page(app):
     pages = {re.sub(r"<[^>]+>", "*", rule.rule) for rule in app.url_map.iter_rules()
              if rule.endpoint.startswith("dashboard.") and "GET" in rule.methods
              and not rule.rule.endswith((".csv", ".json"))}
-    assert pages - listed == set(), "dashboard pages missing from PAGES"
+    assert pages - listed - NOT_PAGES == set(), "dashboard pages missing from PAGES"
