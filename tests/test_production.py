@@ -56,7 +56,7 @@ def wait_for(url: str, status: int = 200, seconds: float = 60) -> requests.Respo
             answer = requests.get(url, timeout=5)
             if answer.status_code == status:
                 return answer
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):  # not up yet, or busy starting
             answer = None
         if time.monotonic() > deadline:
             raise AssertionError(f"{url} did not answer {status} (last: {answer})")
