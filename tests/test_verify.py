@@ -398,3 +398,23 @@ def test_an_address_the_operator_does_not_allow_is_never_fetched(app, session, w
     summary = verify_site(app, site.id)
     assert "OUTBOUND_ALLOW" in summary.note and summary.counts == {"blocked": 1}
     assert web.paths() == []
+
+
+def test_ignore_patterns_run_in_linear_time_and_python_only_syntax_is_refused(session):
+    """verify_ignore runs on text the live site controls: RE2 runs it, so a backtracking
+    pattern ends at once; what RE2 cannot compile is refused with its line named."""
+    import subprocess
+    import sys
+
+    from webapp.errors import InvalidValue
+    site = make_site(session)
+    update_site(session, site, {"verify_ignore": "(a+)+$"})
+    session.commit()
+    code = ("import lxml.html; from webapp.verify import page, settings;"
+            "tree = lxml.html.fromstring('<p>' + 'a' * 40 + '!</p>');"
+            f"page.fingerprint(tree, b'', settings.ignore_patterns({site.verify_ignore!r}))")
+    subprocess.run([sys.executable, "-c", code], timeout=10, check=True)
+    with pytest.raises(InvalidValue, match=r"line 2 is not .*\(RE2\)"):
+        update_site(session, site, {"verify_ignore": r"nonce-\w+\n(a)\1"})
+    with pytest.raises(InvalidValue, match="at most 300 characters"):
+        update_site(session, site, {"verify_ignore": "a" * 301})
