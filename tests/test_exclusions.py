@@ -90,6 +90,21 @@ def test_a_pattern_that_backtracks_forever_in_python_runs_in_linear_time(session
 
 # --- the rules themselves --------------------------------------------------------------------
 
+def test_rules_too_large_for_re2_together_are_refused_naming_the_rule(app, session, shop):
+    """Each rule compiles alone, but joined into the one matcher every URL meets they are too
+    large for RE2: refused on saving (a 422 naming the rule), never stored to 500 later."""
+    rules = "\n".join(f"re:/{n}.{{1000}}" for n in range(60))
+    client = sign_in(app, session)
+    answer = client.post("/sites/shop/settings", data={"csrf_token": client.csrf,
+                                                       "exclude": rules})
+    assert answer.status_code == 422
+    assert "together the rules are too large" in answer.text
+    assert "re:/" in answer.text
+    session.expire_all()
+    assert session.get(Site, shop.id).exclude == "/tmp/*\nre:\\.php$"
+    assert client.get("/sites/shop/settings").status_code == 200
+
+
 def test_globs_match_the_whole_path_stored_or_decoded_and_regexes_search_it():
     rules = Rules(exclude=("/tmp/*", "re:\\.php$", "/ブログ/*"))
     assert rules.excluding(SHOP + "tmp/a/b") == "/tmp/*"
