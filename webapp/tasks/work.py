@@ -173,6 +173,8 @@ def discover_task(task_id: str, site_id: int, max_pages: int, max_depth: int,
         lines = [report.line()]
         if report.robots:
             lines.append(report.robots)
+        if report.cut():
+            lines.append(report.cut())
         if report.stopped_by:
             lines.append(f"stopped at the {report.stopped_by} limit")
         if report.accepted:
