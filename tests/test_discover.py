@@ -242,3 +242,22 @@ def test_one_page_of_links_ends_within_the_time_limit(app, session, engine):
     discover.crawl(app, site.id, discover.Limits(max_pages=1, max_depth=2, max_minutes=0.05))
     assert time.monotonic() - began < 15  # the limit is 3 s
 
+
+def test_a_nul_in_a_canonical_or_redirect_target_does_not_end_the_crawl(app, session, engine):
+    """PostgreSQL refuses NUL in text: the note keeps the target without it."""
+    from werkzeug import Response
+    engine.expect_request("/robots.txt").respond_with_data("", content_type="text/plain")
+    engine.expect_request("/").respond_with_data(
+        b'<html><head><link rel="canonical" href="/a\x00b"></head>'
+        b'<body><a href="/next">n</a><a href="/moved">m</a></body></html>',
+        content_type="text/html")
+    engine.expect_request("/moved").respond_with_response(Response(
+        "", status=301, headers={"Location": "http://elsewhere.example/\x00" + "x" * 5000}))
+    engine.expect_request("/next").respond_with_data("<p>ok</p>", content_type="text/html")
+    site = make_site(session, "Nul", engine.url_for("/"))
+    session.commit()
+    report = discover.crawl(app, site.id, discover.Limits(max_pages=5, max_depth=2,
+                                                          max_minutes=1))
+    assert report.fetched == 3
+    notes = [note for _, _, note in states(session, site).values() if note]
+    assert notes and all("\x00" not in note and len(note) <= 2048 for note in notes)

@@ -35,6 +35,7 @@ from webapp.discover.robots import USER_AGENT, Robots, load_robots
 MAX_PAGE_BYTES = 2 << 20  # the links of a page are in its first 2 MiB
 MAX_FRONTIER = 100_000  # URLs waiting to be fetched or excluded: a limit on what a crawl writes
 MAX_LINKS_PER_PAGE = 5_000  # the links of one page taken, after removing repeats
+MAX_NOTE = 2048  # a redirect target or canonical kept as a row's note
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,12 @@ def _insert_new(session: Session):
     dialect = postgresql if on_postgresql(session) else sqlite
     return dialect.insert(Discovery).on_conflict_do_nothing(
         index_elements=["site_id", "loc"])
+
+
+def _as_note(text: str) -> str:
+    """A URL the site gave (a redirect target, a canonical) as a row's note: without NUL,
+    which PostgreSQL refuses in text, and at most MAX_NOTE characters."""
+    return text.replace("\x00", "")[:MAX_NOTE]
 
 
 class _Crawl:
@@ -181,7 +188,7 @@ class _Crawl:
         if 300 <= page.status < 400 and page.location:
             target = urljoin(row.loc, page.location)
             inside = self.place(target)
-            row.note = target
+            row.note = _as_note(target)
             if inside is None:
                 row.state = "left"  # recorded, not followed
                 return
@@ -198,7 +205,7 @@ class _Crawl:
                           page.headers.get("x-robots-tag", ""))
         canonical = links.canonical and (self.place(links.canonical) or links.canonical)
         if canonical and canonical != row.loc:
-            row.state, row.note = "duplicate", canonical  # the canonical is what is recorded
+            row.state, row.note = "duplicate", _as_note(canonical)  # the canonical is what is recorded
             if self.place(canonical):
                 self.add([canonical], row.depth)
         elif links.noindex:
