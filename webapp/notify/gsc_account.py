@@ -43,6 +43,17 @@ def token_hosts(config: Mapping) -> set[str]:
     return GOOGLE_HOSTS | {urlsplit(config["GSC_ENDPOINT"]).netloc.lower()}
 
 
+def token_may_go_to(url: str, config: Mapping) -> bool:
+    """Whether the access token may be sent to `url`: a token host (token_hosts) over https,
+    or GSC_ENDPOINT's own scheme and host (an operator's endpoint, http only if set so)."""
+    given, endpoint = urlsplit(url), urlsplit(config["GSC_ENDPOINT"])
+    host = given.netloc.lower()
+    if host not in token_hosts(config):
+        return False
+    return given.scheme.lower() == "https" or (given.scheme.lower(), host) == (
+        endpoint.scheme.lower(), endpoint.netloc.lower())
+
+
 def token_uri_allowed(uri: str, config: Mapping) -> bool:
     """Where an uploaded key may send its signed grant: Google's token address, or one on
     GSC_ENDPOINT's scheme, host and port (an operator's own endpoint, as the tests' fake one).
@@ -232,10 +243,10 @@ def test_connection(site: Site, config: Mapping) -> tuple[str, list[Property]]:
     url = f"{api_base(site, config)}/webmasters/v3/sites"
     host = urlsplit(url).netloc.lower()
     allowed = token_hosts(config)
-    if host not in allowed:
-        raise AccountProblem(_("%(host)s is not a Search Console host: the access token is "
-                               "sent only to %(hosts)s.", host=host,
-                               hosts=", ".join(sorted(allowed))))
+    if not token_may_go_to(url, config):
+        raise AccountProblem(_("%(url)s is not a Search Console address: the access token is "
+                               "sent only over https:// to %(hosts)s (or to GSC_ENDPOINT).",
+                               url=api_base(site, config), hosts=", ".join(sorted(allowed))))
     try:
         refresh(account, config)
     except OutboundError as exc:
