@@ -3,6 +3,7 @@ what is refused, what is recorded, and what the server was asked for."""
 
 from __future__ import annotations
 
+import importlib
 import threading
 import time
 
@@ -197,3 +198,66 @@ def test_the_discover_page_names_bad_limits_and_patterns_and_accepts_all(app, se
     assert "Added 5 URLs to the site." in accepted.text
     session.expire_all()
     assert session.get(Site, shop.id).url_count == 6
+
+
+# --- a page with very many links ---------------------------------------------------------------
+
+crawling = importlib.import_module("webapp.discover.crawl")  # `discover.crawl` is the function
+
+
+def serve_links(engine, links: int, prefix: str = "p") -> str:
+    """The test server's / as one page linking to /<prefix>0 ... ; its base URL."""
+    body = "<html><body>" + "".join(f'<a href="/{prefix}{n}">.</a>' for n in range(links)) \
+        + "</body></html>"
+    engine.expect_request("/robots.txt").respond_with_data("", content_type="text/plain")
+    engine.expect_request("/").respond_with_data(body, content_type="text/html")
+    return engine.url_for("/")
+
+
+def test_a_page_of_70000_links_takes_the_first_5000_and_says_so(app, session, engine):
+    """More links than one IN (...) list may hold on PostgreSQL: a page's links are capped
+    after removing repeats, and the crawl's notes count those not followed."""
+    site = make_site(session, "Big", serve_links(engine, 70_000))
+    session.commit()
+    report = discover.crawl(app, site.id, discover.Limits(max_pages=1, max_depth=2,
+                                                          max_minutes=1))
+    assert report.fetched == 1
+    assert report.links_left == 70_000 - crawling.MAX_LINKS_PER_PAGE
+    assert report.cut().startswith("65000 links not followed")
+    assert len(states(session, site)) == 1 + crawling.MAX_LINKS_PER_PAGE
+
+
+def test_excluded_links_count_toward_the_frontier_limit(app, session, engine, monkeypatch):
+    monkeypatch.setattr(crawling, "MAX_FRONTIER", 100)
+    site = make_site(session, "Big", serve_links(engine, 3_000, "x/"), exclude="/x/*")
+    session.commit()
+    discover.crawl(app, site.id, discover.Limits(max_pages=1, max_depth=2, max_minutes=1))
+    assert len(states(session, site)) <= 100 + 1
+
+
+def test_one_page_of_links_ends_within_the_time_limit(app, session, engine):
+    site = make_site(session, "Big", serve_links(engine, 20_000))
+    session.commit()
+    began = time.monotonic()
+    discover.crawl(app, site.id, discover.Limits(max_pages=1, max_depth=2, max_minutes=0.05))
+    assert time.monotonic() - began < 15  # the limit is 3 s
+
+
+def test_a_nul_in_a_canonical_or_redirect_target_does_not_end_the_crawl(app, session, engine):
+    """PostgreSQL refuses NUL in text: the note keeps the target without it."""
+    from werkzeug import Response
+    engine.expect_request("/robots.txt").respond_with_data("", content_type="text/plain")
+    engine.expect_request("/").respond_with_data(
+        b'<html><head><link rel="canonical" href="/a\x00b"></head>'
+        b'<body><a href="/next">n</a><a href="/moved">m</a></body></html>',
+        content_type="text/html")
+    engine.expect_request("/moved").respond_with_response(Response(
+        "", status=301, headers={"Location": "http://elsewhere.example/\x00" + "x" * 5000}))
+    engine.expect_request("/next").respond_with_data("<p>ok</p>", content_type="text/html")
+    site = make_site(session, "Nul", engine.url_for("/"))
+    session.commit()
+    report = discover.crawl(app, site.id, discover.Limits(max_pages=5, max_depth=2,
+                                                          max_minutes=1))
+    assert report.fetched == 3
+    notes = [note for _, _, note in states(session, site).values() if note]
+    assert notes and all("\x00" not in note and len(note) <= 2048 for note in notes)

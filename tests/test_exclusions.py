@@ -90,6 +90,37 @@ def test_a_pattern_that_backtracks_forever_in_python_runs_in_linear_time(session
 
 # --- the rules themselves --------------------------------------------------------------------
 
+def test_rules_too_large_for_re2_together_are_refused_naming_the_rule(app, session, shop):
+    """Each rule compiles alone, but joined into the one matcher every URL meets they are too
+    large for RE2: refused on saving (a 422 naming the rule), never stored to 500 later."""
+    rules = "\n".join(f"re:/{n}.{{1000}}" for n in range(60))
+    client = sign_in(app, session)
+    answer = client.post("/sites/shop/settings", data={"csrf_token": client.csrf,
+                                                       "exclude": rules})
+    assert answer.status_code == 422
+    assert "together the rules are too large" in answer.text
+    assert "re:/" in answer.text
+    session.expire_all()
+    assert session.get(Site, shop.id).exclude == "/tmp/*\nre:\\.php$"
+    assert client.get("/sites/shop/settings").status_code == 200
+
+
+def test_alternates_inside_the_site_meet_its_rules(session, shop):
+    """An hreflang href inside the site is published as an xhtml:link: an excluded one is
+    refused naming the rule, a stripped parameter is taken off and noted; other hosts are
+    left as they are."""
+    from webapp.urls import check_url
+    with pytest.raises(InvalidValue, match=r"is excluded by the site's rule `/tmp/\*`"):
+        check_url(shop, SHOP + "en", {}, None, [f"en={SHOP}en", f"de={SHOP}tmp/secret"])
+    checked = check_url(shop, SHOP + "en", {}, None, [
+        f"en={SHOP}en", f"fr={SHOP}fr?utm_source=x&size=4",
+        "it=https://shop.example.it/tmp/a?utm_source=x"])
+    assert checked.alternates == {"en": SHOP + "en", "fr": SHOP + "fr?size=4",
+                                  "it": "https://shop.example.it/tmp/a?utm_source=x"}
+    assert any(note.field == "alternate" and "utm_source were removed" in str(note)
+               for note in checked.notes)
+
+
 def test_globs_match_the_whole_path_stored_or_decoded_and_regexes_search_it():
     rules = Rules(exclude=("/tmp/*", "re:\\.php$", "/ブログ/*"))
     assert rules.excluding(SHOP + "tmp/a/b") == "/tmp/*"

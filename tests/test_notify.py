@@ -502,6 +502,8 @@ def test_search_console_without_credentials_is_recorded_once_as_not_sent(app, se
     ({"gsc_credentials": "/srv/key.json"}, "no property (gsc_property)"),
     ({"gsc_property": "sc-domain:example.com", "gsc_credentials": "/srv/key.json",
       "gsc_endpoint": "https://engine.example/"}, "is not a Search Console host"),
+    ({"gsc_property": "sc-domain:example.com", "gsc_credentials": "/srv/key.json",
+      "gsc_endpoint": "http://www.googleapis.com/"}, "is sent only over https://"),
 ])
 def test_every_engine_that_cannot_send_says_why(app, session, settings, words):
     site = make_site(session, **settings, ping_urls="http://127.0.0.1:9/ping?s={sitemap}",

@@ -365,6 +365,36 @@ def test_test_connection_exchanges_a_token_and_lists_the_properties(connected, e
     assert listing.headers["Authorization"] == "Bearer token-9"
 
 
+def test_a_key_whose_token_uri_is_not_googles_is_refused(app, as_role, session, engine,
+                                                         tmp_path):  # noqa: F811
+    """The server POSTs to an uploaded key's token_uri: only Google's token address (or one on
+    GSC_ENDPOINT's scheme, host and port) is taken, or any reachable host would get it."""
+    make_site(session)
+    admin = as_role("admin")
+    answer = upload(admin, key_file(tmp_path, engine.url_for("/internal/admin")))
+    assert answer.status_code == 422
+    assert "is not Google&#39;s token address https://oauth2.googleapis.com/token" in answer.text
+    assert session.scalar(select(ServiceAccountKey)) is None
+    assert engine.log == []
+
+
+def test_test_connection_shows_only_the_oauth_error_of_a_refused_token(connected, engine):
+    """Whatever else the token address answers is not echoed on the page."""
+    engine.expect_request("/token", method="POST").respond_with_data(
+        "<h1>INSIDE-SECRET admin page</h1>", status=400, content_type="text/html")
+    page = post(connected, "/sites/shop/search-console-key/test").text
+    assert "refused the service account without an OAuth error" in page
+    assert "INSIDE-SECRET" not in page
+
+
+def test_test_connection_refuses_a_token_reply_larger_than_64_kb(connected, engine):
+    engine.expect_request("/token", method="POST").respond_with_json(
+        {"access_token": "x" * 100_000, "expires_in": 3600, "token_type": "Bearer"})
+    page = post(connected, "/sites/shop/search-console-key/test").text
+    result = re.search(r'id="gsc-test">(.*?)</div>', page, re.S).group(1)
+    assert "Not connected" in result and "answered more than 64 KB" in result
+
+
 @pytest.mark.parametrize(("answer", "words"), [
     (Response(json.dumps({"error": "invalid_grant", "error_description":
                           "Invalid JWT Signature."}), 400, content_type="application/json"),
@@ -384,9 +414,11 @@ def test_test_connection_explains_a_refused_token(connected, engine, answer, wor
 
 def test_test_connection_says_when_the_token_address_is_unreachable(app, as_role, session,
                                                                     tmp_path):  # noqa: F811
+    port = free_port()
+    app.config["GSC_ENDPOINT"] = f"http://127.0.0.1:{port}/"
     make_site(session, gsc_property="sc-domain:example.com")
     admin = as_role("admin")
-    upload(admin, key_file(tmp_path, f"http://127.0.0.1:{free_port()}/token"))
+    upload(admin, key_file(tmp_path, f"http://127.0.0.1:{port}/token"))
     page = post(admin, "/sites/shop/search-console-key/test").text
     result = re.search(r'id="gsc-test">(.*?)</div>', page, re.S).group(1)
     assert "Not connected" in result and "could not connect to 127.0.0.1" in result

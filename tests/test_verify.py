@@ -398,3 +398,53 @@ def test_an_address_the_operator_does_not_allow_is_never_fetched(app, session, w
     summary = verify_site(app, site.id)
     assert "OUTBOUND_ALLOW" in summary.note and summary.counts == {"blocked": 1}
     assert web.paths() == []
+
+
+def test_ignore_patterns_run_in_linear_time_and_python_only_syntax_is_refused(session):
+    """verify_ignore runs on text the live site controls: RE2 runs it, so a backtracking
+    pattern ends at once; what RE2 cannot compile is refused with its line named."""
+    import subprocess
+    import sys
+
+    from webapp.errors import InvalidValue
+    site = make_site(session)
+    update_site(session, site, {"verify_ignore": "(a+)+$"})
+    session.commit()
+    code = ("import lxml.html; from webapp.verify import page, settings;"
+            "tree = lxml.html.fromstring('<p>' + 'a' * 40 + '!</p>');"
+            f"page.fingerprint(tree, b'', settings.ignore_patterns({site.verify_ignore!r}))")
+    subprocess.run([sys.executable, "-c", code], timeout=10, check=True)
+    with pytest.raises(InvalidValue, match=r"line 2 is not .*\(RE2\)"):
+        update_site(session, site, {"verify_ignore": r"nonce-\w+\n(a)\1"})
+    with pytest.raises(InvalidValue, match="at most 300 characters"):
+        update_site(session, site, {"verify_ignore": "a" * 301})
+
+
+def test_a_redirect_out_through_dot_segments_is_not_followed_and_nul_is_not_stored(
+        app, session, engine):
+    """/site/../outside starts with the base URL but is /outside: the target is normalised
+    before it is judged and asked for. A NUL in a canonical the site names is not stored
+    (PostgreSQL refuses it in text)."""
+    from werkzeug import Response
+    engine.expect_request("/robots.txt").respond_with_data("", content_type="text/plain")
+    engine.expect_request("/site/a").respond_with_response(Response(
+        "", status=301, headers={"Location": engine.url_for("/site/../outside")}))
+    engine.expect_request("/site/b").respond_with_response(Response(
+        "", status=301, headers={"Location": engine.url_for("/site/x/../c")}))
+    engine.expect_request("/site/c").respond_with_data(
+        "<p>c</p>", content_type="text/html",
+        headers={"Link": '</site/d\x00e>; rel="canonical"'})
+    engine.expect_request("/outside").respond_with_data("<p>other owner</p>",
+                                                        content_type="text/html")
+    site = make_site(session, "Sub", engine.url_for("/site/"))
+    for page in ("a", "b"):
+        session.add(Url(site_id=site.id, loc=site.base_url + page))
+    session.commit()
+    verify_site(app, site.id)
+    assert "/outside" not in [request.path for request, _ in engine.log]
+    found = checks(session, site)
+    assert (found["a"].outcome, found["a"].final_url) == ("redirected",
+                                                          engine.url_for("/outside"))
+    assert "leaves the site" in found["a"].error
+    assert (found["b"].final_url, found["b"].canonical) == (site.base_url + "c",
+                                                            site.base_url + "de")

@@ -42,6 +42,7 @@ from webapp.errors import InvalidValue, rule_text
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 USER_AGENT = "sitemap-dashboard/0.1 (self-hosted; announces sitemap changes)"
+MAX_TOKEN_REPLY = 64 << 10  # a token address's answer (a few hundred bytes)
 MAX_BODY = 1 << 20  # read at most this much of an answer: enough for robots.txt or an error
 EXCERPT = 300
 # Answers that say "not now": the same request may well succeed later.
@@ -383,15 +384,29 @@ class _TokenRequest(google.auth.transport.requests.Request):
         self.policy = policy
 
     def __call__(self, url, method="GET", body=None, headers=None, timeout=None, **kwargs):
+        answer = None
         with _Request(self.policy, self.policy.timeout) as request:
             try:
-                return super().__call__(url, method, body, headers, timeout=self.policy.timeout,
-                                        **kwargs)
+                answer = super().__call__(url, method, body, headers,
+                                          timeout=self.policy.timeout, stream=True, **kwargs)
+                reply = answer._response.raw.read(MAX_TOKEN_REPLY + 1, decode_content=True)
             except google.auth.exceptions.TransportError as exc:
                 # In the same words as every other request: not requests' nested repr.
                 cause = exc.__cause__ if isinstance(exc.__cause__, Exception) else exc
                 raise google.auth.exceptions.TransportError(
                     _failure(cause, request, url, self.policy.timeout).meaning) from None
+            except (requests.RequestException, urllib3.exceptions.HTTPError) as exc:
+                raise google.auth.exceptions.TransportError(
+                    _failure(exc, request, url, self.policy.timeout).meaning) from None
+            finally:
+                if answer is not None:
+                    answer._response.close()
+        if len(reply) > MAX_TOKEN_REPLY:
+            raise google.auth.exceptions.TransportError(
+                f"the token address answered more than {MAX_TOKEN_REPLY // 1024} KB")
+        # google-auth reads the body from memory: at most MAX_TOKEN_REPLY bytes were read.
+        answer._response._content, answer._response._content_consumed = reply, True
+        return answer
 
 
 def token_transport(policy: Policy) -> google.auth.transport.requests.Request:

@@ -28,6 +28,8 @@ def discover_command(site_ref, max_pages, max_depth, max_minutes, accept):
     report = discover.crawl(current_app._get_current_object(), site_id, limits)
     if report.robots:
         click.echo(f"note: {report.robots}", err=True)
+    if report.cut():
+        click.echo(f"note: {report.cut()}", err=True)
     if accept:
         with session_scope() as session:
             added = discover.accept(session, find_site(session, site_id))

@@ -18,11 +18,12 @@ from urllib.parse import urljoin
 
 from flask import Flask
 from sqlalchemy import delete, func, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from webapp.db import new_session
 from webapp.errors import InvalidValue, NotFound, raise_all, rule_text
+from webapp.many_rows import among, on_postgresql
 from webapp.models import Discovery, Site, Url
 from webapp.outbound import OutboundError, Policy, get_page
 from webapp.protocol import Scope
@@ -32,7 +33,9 @@ from webapp.discover.review import accept
 from webapp.discover.robots import USER_AGENT, Robots, load_robots
 
 MAX_PAGE_BYTES = 2 << 20  # the links of a page are in its first 2 MiB
-MAX_FRONTIER = 100_000  # URLs waiting to be fetched: a limit on what a crawl writes
+MAX_FRONTIER = 100_000  # URLs waiting to be fetched or excluded: a limit on what a crawl writes
+MAX_LINKS_PER_PAGE = 5_000  # the links of one page taken, after removing repeats
+MAX_NOTE = 2048  # a redirect target or canonical kept as a row's note
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,7 @@ class CrawlReport:
     accepted: int = 0
     stopped_by: str | None = None  # "pages" or "time" when a limit ended the crawl
     robots: str | None = None  # why robots.txt forbids everything, when it does
+    links_left: int = 0  # links beyond MAX_LINKS_PER_PAGE on a page, not followed
 
     @property
     def found(self) -> int:
@@ -86,6 +90,26 @@ class CrawlReport:
         """The one-line outcome the command ends with."""
         return (f"{self.found} found: {self.new} new, {self.known} known, "
                 f"{self.excluded} excluded")
+
+    def cut(self) -> str | None:
+        """What MAX_LINKS_PER_PAGE left out, when it did."""
+        if not self.links_left:
+            return None
+        return (f"{self.links_left} links not followed: a page's first {MAX_LINKS_PER_PAGE:,} "
+                "distinct links are taken")
+
+
+def _insert_new(session: Session):
+    """INSERT into discoveries that leaves a (site, loc) already there as it is."""
+    dialect = postgresql if on_postgresql(session) else sqlite
+    return dialect.insert(Discovery).on_conflict_do_nothing(
+        index_elements=["site_id", "loc"])
+
+
+def _as_note(text: str) -> str:
+    """A URL the site gave (a redirect target, a canonical) as a row's note: without NUL,
+    which PostgreSQL refuses in text, and at most MAX_NOTE characters."""
+    return text.replace("\x00", "")[:MAX_NOTE]
 
 
 class _Crawl:
@@ -109,32 +133,39 @@ class _Crawl:
 
     def add(self, locs: list[str], depth: int) -> None:
         """Queue the locs the frontier does not have yet; one a rule excludes is recorded as
-        found and excluded, and never fetched."""
+        found and excluded, and never fetched. Excluded rows count toward MAX_FRONTIER as
+        queued ones do; at most MAX_LINKS_PER_PAGE locs of one page are taken (the others are
+        counted in the report), written with one statement, and none once time is up."""
         locs = list(dict.fromkeys(locs))
-        if not locs or depth > self.limits.max_depth:
+        if not locs or depth > self.limits.max_depth or time.monotonic() >= self.ends:
             return
+        if len(locs) > MAX_LINKS_PER_PAGE:
+            self.report.links_left += len(locs) - MAX_LINKS_PER_PAGE
+            locs = locs[:MAX_LINKS_PER_PAGE]
         have = set(self.session.scalars(select(Discovery.loc).where(
-            Discovery.site_id == self.site.id, Discovery.loc.in_(locs))))
-        waiting = self.session.scalar(select(func.count()).select_from(Discovery).where(
-            Discovery.site_id == self.site.id, Discovery.state == "queued")) or 0
+            Discovery.site_id == self.site.id, among(self.session, Discovery.loc, locs))))
+        written = self.session.scalar(select(func.count()).select_from(Discovery).where(
+            Discovery.site_id == self.site.id,
+            Discovery.state.in_(("queued", "excluded")))) or 0
+        rows = []
         for loc in locs:
             if loc in have:
                 continue
+            if written >= MAX_FRONTIER:
+                break
             rule = self.rules.excluding(loc)
-            if rule is None and waiting >= MAX_FRONTIER:
-                continue
-            row = Discovery(site_id=self.site.id, loc=loc, depth=depth, review="pending")
             if rule is not None:
-                row.state, row.verdict, row.note = "excluded", "excluded", rule
+                rows.append({"state": "excluded", "verdict": "excluded", "note": rule,
+                             "loc": loc})
                 self.report.excluded += 1
             else:
-                row.state = "queued"
-                waiting += 1
-            try:
-                with self.session.begin_nested():
-                    self.session.add(row)
-            except IntegrityError:  # another crawl of the site added it meanwhile
-                continue
+                rows.append({"state": "queued", "verdict": None, "note": None, "loc": loc})
+            written += 1
+        if rows:
+            self.session.flush()
+            self.session.execute(_insert_new(self.session), [
+                {**row, "site_id": self.site.id, "depth": depth, "review": "pending"}
+                for row in rows])  # a loc another crawl of the site added meanwhile is kept
 
     def next(self) -> Discovery | None:
         return self.session.scalar(select(Discovery).where(
@@ -159,7 +190,7 @@ class _Crawl:
         if 300 <= page.status < 400 and page.location:
             target = urljoin(row.loc, page.location)
             inside = self.place(target)
-            row.note = target
+            row.note = _as_note(target)
             if inside is None:
                 row.state = "left"  # recorded, not followed
                 return
@@ -176,7 +207,7 @@ class _Crawl:
                           page.headers.get("x-robots-tag", ""))
         canonical = links.canonical and (self.place(links.canonical) or links.canonical)
         if canonical and canonical != row.loc:
-            row.state, row.note = "duplicate", canonical  # the canonical is what is recorded
+            row.state, row.note = "duplicate", _as_note(canonical)  # the canonical is what is recorded
             if self.place(canonical):
                 self.add([canonical], row.depth)
         elif links.noindex:

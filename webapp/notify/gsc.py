@@ -8,7 +8,7 @@ one send function, to GSC_ENDPOINT or the site's endpoint.
 from __future__ import annotations
 
 import re
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from webapp.errors import InvalidValue, rule_text
 from webapp.models import Delivery, Site
@@ -55,10 +55,10 @@ def blocked(site: Site, config: dict) -> str | None:
         return ("Search Console has a service-account key (uploaded, or gsc_credentials) but "
                 "no property (gsc_property); set gsc_property to submit the sitemap")
     allowed = gsc_account.token_hosts(config)
-    if site.gsc_property and urlsplit(submit_url(site, config)).netloc.lower() not in allowed:
+    if site.gsc_property and not gsc_account.token_may_go_to(submit_url(site, config), config):
         return (f"gsc_endpoint {site.gsc_endpoint} is not a Search Console host: the access "
-                f"token is sent only to {', '.join(sorted(allowed))} (set GSC_ENDPOINT to "
-                "send it elsewhere)")
+                f"token is sent only over https:// to {', '.join(sorted(allowed))} (set "
+                "GSC_ENDPOINT to send it elsewhere)")
     return None
 
 

@@ -30,6 +30,7 @@ from webapp.outbound import OutboundError, Policy, is_http_url, send, token_tran
 SCOPES = ["https://www.googleapis.com/auth/webmasters"]
 GOOGLE_HOSTS = frozenset({"www.googleapis.com", "searchconsole.googleapis.com"})
 REQUIRED_FIELDS = ("client_email", "private_key", "token_uri")
+GOOGLE_TOKEN_URI = "https://oauth2.googleapis.com/token"
 MAX_KEY_FILE = 64 * 1024  # a real one is about 2.3 KB
 
 _cache: dict[tuple, service_account.Credentials] = {}
@@ -40,6 +41,28 @@ def token_hosts(config: Mapping) -> set[str]:
     """Where the access token may be sent: Google's documented API hosts, and the host of
     GSC_ENDPOINT when the operator set another one."""
     return GOOGLE_HOSTS | {urlsplit(config["GSC_ENDPOINT"]).netloc.lower()}
+
+
+def token_may_go_to(url: str, config: Mapping) -> bool:
+    """Whether the access token may be sent to `url`: a token host (token_hosts) over https,
+    or GSC_ENDPOINT's own scheme and host (an operator's endpoint, http only if set so)."""
+    given, endpoint = urlsplit(url), urlsplit(config["GSC_ENDPOINT"])
+    host = given.netloc.lower()
+    if host not in token_hosts(config):
+        return False
+    return given.scheme.lower() == "https" or (given.scheme.lower(), host) == (
+        endpoint.scheme.lower(), endpoint.netloc.lower())
+
+
+def token_uri_allowed(uri: str, config: Mapping) -> bool:
+    """Where an uploaded key may send its signed grant: Google's token address, or one on
+    GSC_ENDPOINT's scheme, host and port (an operator's own endpoint, as the tests' fake one).
+    A key file is anyone's text: its token_uri must not make the server POST anywhere."""
+    if uri == GOOGLE_TOKEN_URI:
+        return True
+    endpoint, given = urlsplit(config["GSC_ENDPOINT"]), urlsplit(uri)
+    return (given.scheme.lower(), given.netloc.lower()) == (endpoint.scheme.lower(),
+                                                            endpoint.netloc.lower())
 
 
 def api_base(site: Site, config: Mapping) -> str:
@@ -76,7 +99,7 @@ def check_credentials(value: str) -> str | None:
     return path
 
 
-def read_key_file(data: bytes) -> dict:
+def read_key_file(data: bytes, config: Mapping) -> dict:
     """The service account of an uploaded JSON key file; AccountProblem names what is wrong."""
     if len(data) > MAX_KEY_FILE:
         raise AccountProblem(_("The file is %(size)s bytes: a service-account key file is a few "
@@ -107,6 +130,10 @@ def read_key_file(data: bytes) -> dict:
     if not is_http_url(info["token_uri"]):
         raise AccountProblem(_("The key file's token_uri %(uri)s is not an http:// or "
                                "https:// address.", uri=info["token_uri"][:200]))
+    if not token_uri_allowed(info["token_uri"], config):
+        raise AccountProblem(_("The key file's token_uri %(uri)s is not Google's token "
+                               "address %(google)s: download the key again from Google Cloud.",
+                               uri=info["token_uri"][:200], google=GOOGLE_TOKEN_URI))
     try:
         service_account.Credentials.from_service_account_info(info, scopes=SCOPES)
     except (ValueError, TypeError, KeyError, AttributeError):
@@ -167,6 +194,10 @@ def _load(site: Site, config: Mapping) -> service_account.Credentials:
     except sealing.CannotOpen as exc:
         raise AccountProblem(_("The uploaded key cannot be read: %(reason)s.",
                                reason=str(exc))) from None
+    if not token_uri_allowed(str(info.get("token_uri")), config):  # uploaded before the check
+        raise AccountProblem(_("The key file's token_uri %(uri)s is not Google's token "
+                               "address %(google)s: download the key again from Google Cloud.",
+                               uri=str(info.get("token_uri"))[:200], google=GOOGLE_TOKEN_URI))
     return service_account.Credentials.from_service_account_info(info, scopes=SCOPES)
 
 
@@ -186,12 +217,18 @@ def refresh(account: service_account.Credentials, config: Mapping) -> None:
 
 
 def _refusal(exc: google.auth.exceptions.RefreshError) -> str:
-    reason = str(exc.args[0] if exc.args else exc)[:300]
-    if "invalid_grant" in reason or "invalid_client" in reason:
+    """What the token address said, as OAuth says it (`error`, `error_description`) and no
+    more: its answer is not echoed."""
+    data = exc.args[1] if len(exc.args) > 1 and isinstance(exc.args[1], dict) else {}
+    said = ": ".join(str(data[name])[:200] for name in ("error", "error_description")
+                     if data.get(name))
+    if not said:
+        return _("the token address refused the service account without an OAuth error")
+    if data.get("error") in ("invalid_grant", "invalid_client"):
         return _("the token address refused the key (%(reason)s): the key was deleted or "
                  "replaced in Google Cloud, or belongs to another account; upload a current "
-                 "key", reason=reason)
-    return _("the token address refused the service account: %(reason)s", reason=reason)
+                 "key", reason=said)
+    return _("the token address refused the service account: %(reason)s", reason=said)
 
 
 @dataclass(frozen=True)
@@ -206,12 +243,11 @@ def test_connection(site: Site, config: Mapping) -> tuple[str, list[Property]]:
     says, in plain words, what failed."""
     account = credentials(site, config)
     url = f"{api_base(site, config)}/webmasters/v3/sites"
-    host = urlsplit(url).netloc.lower()
     allowed = token_hosts(config)
-    if host not in allowed:
-        raise AccountProblem(_("%(host)s is not a Search Console host: the access token is "
-                               "sent only to %(hosts)s.", host=host,
-                               hosts=", ".join(sorted(allowed))))
+    if not token_may_go_to(url, config):
+        raise AccountProblem(_("%(url)s is not a Search Console address: the access token is "
+                               "sent only over https:// to %(hosts)s (or to GSC_ENDPOINT).",
+                               url=api_base(site, config), hosts=", ".join(sorted(allowed))))
     try:
         refresh(account, config)
     except OutboundError as exc:

@@ -175,6 +175,8 @@ def discover_task(task_id: str, site_id: int, max_pages: int, max_depth: int,
             found=report.found, new=report.new, known=report.known, excluded=report.excluded)]
         if report.robots:
             lines.append(verbatim(report.robots))
+        if report.cut():
+            lines.append(verbatim(report.cut()))
         if report.stopped_by:
             lines.append(said("stopped at the %(limit)s limit", limit=report.stopped_by))
         if report.accepted:

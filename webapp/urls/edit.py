@@ -49,15 +49,19 @@ def _noted(notes: list[Note], normalized: tuple[str, Note | None]) -> str:
 
 def clean_alternates(site: Site, pairs: Iterable[str],
                      notes: list[Note] | None = None) -> dict[str, str]:
-    """`lang=URL` pairs as {hreflang: href}; the href may be on any host (other languages' sites)."""
-    alternates: dict[str, str] = {}
+    """`lang=URL` pairs as {hreflang: href}; the href may be on any host (other languages' sites).
+    One inside the site meets its rules as a loc does: parameters stripped (noted), and an
+    excluded one refused naming the rule (Excluded)."""
+    notes = [] if notes is None else notes
+    rules, alternates = Rules.of(site), {}
     for pair in pairs:
         lang, sep, href = pair.partition("=")
         if not sep:
             raise InvalidValue("alternate", pair, LANG_URL_RULE)
-        alternates[normalize_hreflang(lang)] = _noted(
-            [] if notes is None else notes,
-            normalize_url_noting(href, site.encoding, field="alternate"))
+        url = _noted(notes, normalize_url_noting(href, site.encoding, field="alternate"))
+        if rules and url.startswith(site.base_url):
+            url = _noted(notes, rules.apply(url, field="alternate"))
+        alternates[normalize_hreflang(lang)] = url
     return alternates
 
 

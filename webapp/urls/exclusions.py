@@ -128,7 +128,30 @@ def parse_exclude(value: str | list[str]) -> str | None:
     if len(rules) > MAX_RULES:
         raise InvalidValue("exclude", f"{len(rules)} rules", rule_text(
             "a site may have at most %(limit)s exclusion rules", limit=MAX_RULES))
-    return "\n".join(check_rule(rule, line=n) for n, rule in rules) or None
+    checked = tuple(check_rule(rule, line=n) for n, rule in rules)
+    if checked:
+        _check_together(checked)
+    return "\n".join(checked) or None
+
+
+def _check_together(rules: tuple[str, ...]) -> None:
+    """Rules that each compile may be too large for RE2 once joined into the one matcher every
+    URL is checked with (`_any_rule`): refused here, naming the rule that tips it over, so that
+    no write of a URL ever meets them."""
+    if not _compiles_together(rules):
+        tipping = next(rule for count, rule in enumerate(rules, start=1)
+                       if not _compiles_together(rules[:count]))
+        raise InvalidValue("exclude", tipping, rule_text(
+            "together the rules are too large: RE2 cannot run them at once from this rule "
+            "on; use fewer rules or shorter repeats (such as .{1000})")) from None
+
+
+def _compiles_together(rules: tuple[str, ...]) -> bool:
+    try:
+        _any_rule(rules)
+    except re2.error:
+        return False
+    return True
 
 
 def show_exclude(value: str | None) -> str:

@@ -4,16 +4,18 @@ site's scope and where robots.txt allows, and what the answer says about the pag
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from urllib.parse import urldefrag, urljoin
 
+from webapp import protocol
+from webapp.errors import InvalidValue
 from webapp.outbound import Crawler, OutboundError
 from webapp.verify import page
 from webapp.verify.robots import Robots
 
 MAX_REDIRECTS = 10
+MAX_URL_TEXT = 2048  # a URL the live site names, kept as the check's final_url or canonical
 REDIRECTS = {301, 302, 303, 307, 308}
 # What a check found, from the worst: the first that applies names the URL's outcome.
 OUTCOMES = ("unreachable", "broken", "redirected", "noindex", "canonical", "ok")
@@ -41,10 +43,31 @@ class Scope:
 
     base_url: str
     robots: Robots
-    ignore: Sequence[re.Pattern] = ()
+    ignore: Sequence = ()  # RE2 patterns (verify.settings.ignore_patterns)
+    encoding: str = "utf-8"
 
-    def inside(self, url: str) -> bool:
-        return url.startswith(self.base_url)
+    def place(self, url: str) -> str | None:
+        """The URL normalised as discovery and every input path normalise a loc (dot segments
+        resolved, encoded), when that is inside the site; None when it is outside or no URL.
+        The normalised URL is what is asked for: a raw `/site/../outside` starts with the
+        base URL, but the client would fetch `/outside`."""
+        try:
+            return protocol.Scope(self.base_url, self.encoding).normalize(url)
+        except InvalidValue:
+            return None
+
+    def shown(self, url: str) -> str:
+        """A URL outside the site as it is recorded: normalised when it is a URL at all."""
+        try:
+            return protocol.normalize_url(url, self.encoding)
+        except InvalidValue:
+            return url
+
+
+def as_text(url: str | None) -> str | None:
+    """A URL the live site gave, as text the database keeps: no NUL (PostgreSQL refuses it in
+    text), at most MAX_URL_TEXT characters."""
+    return url.replace("\x00", "")[:MAX_URL_TEXT] if url else url
 
 
 def outcome(loc: str, seen: Seen) -> str:
@@ -95,12 +118,13 @@ def check(crawler: Crawler, scope: Scope, loc: str, before: Seen | None) -> Seen
         location = answer.headers.get("Location")
         if answer.status not in REDIRECTS or not location:
             break
-        target = urldefrag(urljoin(url, location.strip()))[0][:2048]
-        if not scope.inside(target) or not scope.robots.allowed(target):
+        given = urldefrag(urljoin(url, location.strip()))[0]
+        target = scope.place(given)
+        if target is None or not scope.robots.allowed(target):
             # Recorded, never followed: the verifier stays inside the site.
-            reason = ("leaves the site" if not scope.inside(target)
+            reason = ("leaves the site" if target is None
                       else "robots.txt disallows the target")
-            seen = Seen("", status=answer.status, final_url=target,
+            seen = Seen("", status=answer.status, final_url=as_text(target or scope.shown(given)),
                         error=f"redirect not followed: it {reason}")
             return replace(seen, outcome=outcome(loc, seen))
         url = target
@@ -122,7 +146,7 @@ def _read(loc: str, url: str, answer, method: str, scope: Scope) -> Seen:
             if 200 <= answer.status < 300 else None
     seen = Seen("", status=answer.status, final_url=url,
                 noindex=page.noindex(answer.headers, tree),
-                canonical=page.canonical(url, answer.headers, tree),
+                canonical=as_text(page.canonical(url, answer.headers, tree)),
                 content_type=content_type, etag=(answer.headers.get("ETag") or "")[:300] or None,
                 last_modified=(answer.headers.get("Last-Modified") or "")[:64] or None,
                 fingerprint=digest)

@@ -102,10 +102,10 @@ def canonical(url: str, headers: Mapping[str, str],
 
 
 def fingerprint(tree: lxml.html.HtmlElement | None, body: bytes,
-                ignore: Sequence[re.Pattern]) -> str:
+                ignore: Sequence) -> str:
     """SHA-256 of the page's visible text, white space folded, with scripts, styles and the
-    `ignore` patterns removed: a new timestamp or nonce leaves it as it was. A page that is
-    not HTML is hashed as its bytes."""
+    `ignore` patterns (RE2's: settings.ignore_patterns) removed: a new timestamp or nonce
+    leaves it as it was. A page that is not HTML is hashed as its bytes."""
     if tree is None:
         return hashlib.sha256(body).hexdigest()
     for element in list(tree.iter(*_REMOVED)):

@@ -190,7 +190,8 @@ def verify_site(app: Flask, site_id: int,
                          connections=settings.concurrency) as crawler:
                 robots = robots_for(crawler, site.base_url, user_agent_of(site.user_agent))
                 note = robots.note
-                scope = Scope(site.base_url, robots, ignore_patterns(site.verify_ignore))
+                scope = Scope(site.base_url, robots, ignore_patterns(site.verify_ignore),
+                              site.encoding or "utf-8")
                 _check_all(session, site, run, crawler, scope, settings, progress, batch)
         except BaseException as exc:
             session.rollback()

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-import re
+import logging
+
+import re2
 
 from webapp.errors import InvalidValue, rule_text
 from webapp.outbound import USER_AGENT
@@ -14,7 +16,11 @@ LEAVE_OUT_CHOICES = ("broken", "redirected", "noindex", "canonical")
 DEFAULT_LEAVE_OUT = "broken,noindex,canonical"
 # Who is asking, and where to read about it, as crawlers name themselves.
 DEFAULT_USER_AGENT = USER_AGENT.split(" ", 1)[0] + " (sitemap verifier; self-hosted)"
+log = logging.getLogger(__name__)
 MAX_IGNORE_PATTERNS = 50
+MAX_IGNORE_LENGTH = 300
+_OPTIONS = re2.Options()
+_OPTIONS.log_errors = False  # a refused pattern is told to the person, not logged to stderr
 
 
 def check_lastmod_source(value: str) -> str:
@@ -56,19 +62,28 @@ def check_user_agent(value: str) -> str | None:
 
 def check_verify_ignore(value: str) -> str | None:
     """Regular expressions, one a line (`\\n` between them on one line), removed from a
-    page's text before it is fingerprinted."""
+    page's text before it is fingerprinted. They run on text the live site controls, so RE2
+    runs them (time linear in the text: no pattern can hang a verifier) and they are capped in
+    number and length."""
     text = str(value).replace("\r\n", "\n").replace("\\n", "\n")
     lines = [line.strip() for line in text.split("\n") if line.strip()]
     if len(lines) > MAX_IGNORE_PATTERNS:
-        raise InvalidValue("verify_ignore", value[:40], rule_text(
-            "must be at most %(limit)s patterns", limit=MAX_IGNORE_PATTERNS))
-    for line in lines:
-        try:
-            re.compile(line)
-        except re.error as exc:
+        raise InvalidValue("verify_ignore", value[:40],
+                           rule_text("must be at most %(n)d patterns", n=MAX_IGNORE_PATTERNS))
+    for number, line in enumerate(lines, start=1):
+        if len(line) > MAX_IGNORE_LENGTH:
             raise InvalidValue("verify_ignore", line, rule_text(
-                "must be regular expressions, one a line; this one is not (%(reason)s)",
-                reason=str(exc))) from None
+                "line %(line)d: a pattern may be at most %(n)d characters",
+                line=number, n=MAX_IGNORE_LENGTH))
+        try:
+            re2.compile(line, _OPTIONS)
+        except re2.error as exc:
+            reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) \
+                else str(exc)
+            raise InvalidValue("verify_ignore", line, rule_text(
+                "must be regular expressions, one a line; line %(line)d is not "
+                "(%(reason)s); the syntax is Python's without backreferences or look-around "
+                "(RE2)", line=number, reason=reason)) from None
     return "\n".join(lines) or None
 
 
@@ -80,8 +95,16 @@ def user_agent_of(value: str | None) -> str:
     return value or DEFAULT_USER_AGENT
 
 
-def ignore_patterns(value: str | None) -> list[re.Pattern]:
-    return [re.compile(line) for line in (value or "").split("\n") if line]
+def ignore_patterns(value: str | None) -> list[re2._Regexp]:
+    """The patterns, compiled by RE2 (never Python's `re`: the text is the live site's). One
+    stored before RE2 checked them that it cannot compile is left out, and logged."""
+    patterns = []
+    for line in filter(None, (value or "").split("\n")):
+        try:
+            patterns.append(re2.compile(line, _OPTIONS))
+        except re2.error:
+            log.warning("verify_ignore pattern %r left out: RE2 cannot compile it", line)
+    return patterns
 
 
 def left_out(value: str | None) -> tuple[str, ...]:

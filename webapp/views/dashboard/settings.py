@@ -145,7 +145,7 @@ def gsc_key_upload(slug):
     try:
         if not data:
             raise notify.gsc_account.AccountProblem(_("Choose the JSON key file to upload."))
-        info = notify.gsc_account.read_key_file(data)
+        info = notify.gsc_account.read_key_file(data, current_app.config)
     except notify.gsc_account.AccountProblem as exc:
         return _page(site, setting_fields.shown(site), {}, schedule_picker.state(site.schedule),
                      422, key_file_error=str(exc))
