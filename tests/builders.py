@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 from collections.abc import Iterator
@@ -54,3 +55,13 @@ def served(app) -> Iterator[str]:
         server.shutdown()
         thread.join()
         server.server_close()
+
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")  # Debian's; .ci/run installs it
+
+
+def launch_chromium(playwright):
+    """Chromium for the browser tests: headless, and with no connections of its own (this
+    machine's closed network refuses them)."""
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=[
+        "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])

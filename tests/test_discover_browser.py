@@ -11,11 +11,10 @@ import pytest
 from sqlalchemy import select
 
 from tests import discover_website as website
-from tests.builders import make_site, served
+from tests.builders import CHROMIUM, launch_chromium, make_site, served
 from webapp.models import Url
 from webapp.users import create_user
 
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "discover"
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
@@ -36,8 +35,7 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        chromium = launch_chromium(playwright)
         yield chromium
         chromium.close()
 

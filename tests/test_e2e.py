@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.builders import served
+from tests.builders import CHROMIUM, launch_chromium, served
 from webapp.users import create_user
 
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
@@ -32,8 +31,7 @@ def page():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        browser = launch_chromium(playwright)
         context = browser.new_context(viewport={"width": 1200, "height": 900})
         yield context.new_page()
         context.close()

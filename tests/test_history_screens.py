@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, update
 
-from tests.builders import make_site, make_urls
+from tests.builders import launch_chromium, make_site, make_urls
 from tests.test_e2e import ARTIFACTS, CHROMIUM, pytestmark, server  # noqa: F401  (fixture)
 from webapp import jobs
 from webapp.models import Delivery, Generation, utcnow
@@ -75,8 +75,7 @@ def test_the_history_pages_fit_desktop_and_phone_in_both_languages(app, session,
     folder = ARTIFACTS / "history"
     folder.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        browser = launch_chromium(playwright)
         try:
             for width in (1280, 390):
                 context = browser.new_context(viewport={"width": width, "height": 900},

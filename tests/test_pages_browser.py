@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.builders import served
+from tests.builders import CHROMIUM, launch_chromium, served
 from tests.showcase import PASSWORD, seed_showcase
 
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts" / "pages"
 AXE = ROOT / "tests" / "browser" / "node_modules" / "axe-core" / "axe.min.js"
@@ -75,8 +74,7 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        chromium = launch_chromium(playwright)
         yield chromium
         chromium.close()
 

@@ -14,7 +14,7 @@ from alembic import command
 from sqlalchemy import select, text
 from werkzeug import Response
 
-from tests.builders import free_port, make_site, make_urls
+from tests.builders import free_port, launch_chromium, make_site, make_urls
 from tests.conftest import alembic_config
 from tests.test_api import Api
 from tests.test_dashboard import as_role, post, session  # noqa: F401  (fixtures)
@@ -600,8 +600,7 @@ def test_the_previews_follow_the_editing_and_the_pages_fit_a_phone(app, session,
     make_urls(session, site, 3)
     jobs.regenerate(site.id, app)
     with served(app) as base, sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        browser = launch_chromium(playwright)
         try:
             for language in ("en", "ja"):
                 for width in (1280, 390):

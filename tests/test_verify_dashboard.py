@@ -4,7 +4,6 @@ test-artifacts/verify/)."""
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -12,14 +11,13 @@ import pytest
 from sqlalchemy import select
 
 from tests import verify_website as test_website
-from tests.builders import served
+from tests.builders import launch_chromium, served
 from tests.test_dashboard import as_role, session  # noqa: F401 (fixtures)
 from tests.test_verify import make_verified_site
 from webapp.models import Task
 from webapp.verify import verify_site
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "verify"
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +70,7 @@ def test_the_page_fits_a_phone_in_english_and_japanese(app, session, verified,  
     session.commit()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with served(app) as base, sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        browser = launch_chromium(playwright)
         for language in ("en", "ja"):
             for width in (1280, 390):
                 context = browser.new_context(viewport={"width": width, "height": 900},
