@@ -396,7 +396,7 @@ def test_an_address_the_operator_does_not_allow_is_never_fetched(app, session, w
     site = make_verified_site(session, web, pages=("",))
     app.config.update(OUTBOUND_ALLOW=())
     summary = verify_site(app, site.id)
-    assert "OUTBOUND_ALLOW" in summary.note and summary.counts == {"blocked": 1}
+    assert "OUTBOUND_ALLOW" in summary.note and summary.counts == {"unreachable": 1}
     assert web.paths() == []
 
 

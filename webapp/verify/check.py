@@ -107,6 +107,8 @@ def _method(before: Seen | None) -> str:
 
 def check(crawler: Crawler, scope: Scope, loc: str, before: Seen | None) -> Seen:
     """What the live site answers for `loc` now."""
+    if scope.robots.unreachable:  # the host did not answer for robots.txt: none asked again
+        return Seen("unreachable", error=scope.robots.unreachable)
     if not scope.robots.allowed(loc):
         return Seen("blocked", error="robots.txt disallows it for the verifier's User-Agent")
     url, method = loc, _method(before)

@@ -1,5 +1,14 @@
 """robots.txt of the site being verified, read for the verifier's User-Agent: what it
-disallows is not fetched."""
+disallows is not fetched.
+
+The answer is read as Google documents ("How Google interprets the robots.txt
+specification"): 2xx, the rules; 4xx other than 429, no file, so everything is allowed; 5xx
+and 429, a server error, so everything is disallowed for now (Google starts so too, and only
+after 30 days of errors falls back to a cached copy or to allowing all: a run is one moment,
+so it keeps the first rule). A host that does not answer at all (connection refused, no
+answer in time, a name that does not resolve, an address the operator does not allow) is
+not "disallowed": its URLs are unreachable, and are recorded so without a request each.
+"""
 
 from __future__ import annotations
 
@@ -8,35 +17,42 @@ from urllib.robotparser import RobotFileParser
 
 from webapp.outbound import Crawler, OutboundError
 
+SERVER_ERROR = 429  # "Too Many Requests" counts as a server error, as 5xx do
+
 
 class Robots:
-    """Whether the verifier may fetch a URL of the site."""
+    """Whether the verifier may fetch a URL of the site; `unreachable` says why no URL of
+    the host can be fetched at all (its robots.txt got no answer), else None."""
 
-    def __init__(self, parser: RobotFileParser, agent: str, note: str | None = None):
+    def __init__(self, parser: RobotFileParser, agent: str, note: str | None = None,
+                 unreachable: str | None = None):
         self.parser, self.agent, self.note = parser, agent, note
+        self.unreachable = unreachable
 
     def allowed(self, url: str) -> bool:
         return self.parser.can_fetch(self.agent, url)
 
 
+def _rules(lines: list[str]) -> RobotFileParser:
+    parser = RobotFileParser()
+    parser.parse(lines)
+    return parser
+
+
 def robots_for(crawler: Crawler, base_url: str, agent: str) -> Robots:
-    """The rules of the base URL's host, fetched now. As search engines read them: a file
-    that is not there (4xx) allows everything; a server error or no answer disallows
-    everything, since the site may be down."""
+    """The rules of the base URL's host, fetched now (see the module's docstring)."""
     parts = urlsplit(base_url)
     address = f"{parts.scheme}://{parts.netloc}/robots.txt"
-    parser = RobotFileParser(address)
     try:
         page = crawler.request("GET", address)
     except OutboundError as exc:
-        parser.parse(["User-agent: *", "Disallow: /"])
-        return Robots(parser, agent, f"{address} did not answer ({exc.meaning}): nothing "
-                      "was fetched")
-    if page.status >= 500:
-        parser.parse(["User-agent: *", "Disallow: /"])
-        return Robots(parser, agent, f"{address} answered {page.status}: nothing was fetched")
-    if page.status >= 400 or page.status < 200 or page.status >= 300:
-        parser.parse([])
-        return Robots(parser, agent)
-    parser.parse(page.body.decode("utf-8", "replace").splitlines())
-    return Robots(parser, agent)
+        reason = f"{address} did not answer ({exc.meaning})"
+        return Robots(_rules(["User-agent: *", "Disallow: /"]), agent,
+                      f"{reason}: every URL counts as unreachable", unreachable=reason)
+    if page.status >= 500 or page.status == SERVER_ERROR:
+        return Robots(_rules(["User-agent: *", "Disallow: /"]), agent,
+                      f"{address} answered {page.status}: nothing was fetched (a server "
+                      "error disallows everything until robots.txt answers again)")
+    if not 200 <= page.status < 300:
+        return Robots(_rules([]), agent)
+    return Robots(_rules(page.body.decode("utf-8", "replace").splitlines()), agent)
