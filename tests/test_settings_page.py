@@ -515,7 +515,11 @@ def test_verify_key_file_says_what_an_engine_would_find(app, as_role, key_site, 
     engine.expect_request("/testkey-0123456789.txt").respond_with_response(answer)
     check = notify.indexnow.verify_key_file(key_site, app.config)
     assert check.outcome == outcome and words in check.message, check.message
-    page = post(as_role("editor"), f"/sites/{key_site.slug}/indexnow/verify").text
+    editor = as_role("editor")
+    answer = post(editor, f"/sites/{key_site.slug}/indexnow/verify")
+    assert answer.status_code == 302  # the result is shown on the settings page it goes to
+    assert answer.headers["Location"].endswith(f"/sites/{key_site.slug}/settings#indexnow-key")
+    page = editor.get(answer.headers["Location"]).text
     shown = re.search(r'id="key-check">(.*?)</p>', page, re.S).group(1)
     assert words in shown.replace("&#39;", "'")
     assert ("Problem" in shown) == (outcome not in ("ok", "content_type"))

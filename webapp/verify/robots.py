@@ -6,13 +6,14 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 from urllib.robotparser import RobotFileParser
 
-from webapp.outbound import Crawler, OutboundError
+from webapp.outbound import Crawler, OutboundError, plain_reason
+from webapp.said import Line, said
 
 
 class Robots:
     """Whether the verifier may fetch a URL of the site."""
 
-    def __init__(self, parser: RobotFileParser, agent: str, note: str | None = None):
+    def __init__(self, parser: RobotFileParser, agent: str, note: Line | None = None):
         self.parser, self.agent, self.note = parser, agent, note
 
     def allowed(self, url: str) -> bool:
@@ -30,11 +31,12 @@ def robots_for(crawler: Crawler, base_url: str, agent: str) -> Robots:
         page = crawler.request("GET", address)
     except OutboundError as exc:
         parser.parse(["User-agent: *", "Disallow: /"])
-        return Robots(parser, agent, f"{address} did not answer ({exc.meaning}): nothing "
-                      "was fetched")
+        return Robots(parser, agent, said("%(url)s did not answer (%(reason)s): nothing was "
+                                          "fetched", url=address, reason=plain_reason(exc)))
     if page.status >= 500:
         parser.parse(["User-agent: *", "Disallow: /"])
-        return Robots(parser, agent, f"{address} answered {page.status}: nothing was fetched")
+        return Robots(parser, agent, said("%(url)s answered %(status)s: nothing was fetched",
+                                          url=address, status=page.status))
     if page.status >= 400 or page.status < 200 or page.status >= 300:
         parser.parse([])
         return Robots(parser, agent)
