@@ -16,12 +16,13 @@ from flask_babel import force_locale
 
 from tests.builders import free_port, make_site
 from tests.probes import wait_for
-from webapp import notify
+from webapp import jobs, notify
 from webapp.models import Delivery, Task, utcnow
 from webapp.notify import ledger
 from webapp.outbound import OutboundError, Policy, fetch, send
 from webapp.said import english, render, said
 from webapp.sites import create_site
+from webapp.urls import save_url
 from webapp.users import create_user
 
 PASSWORD = "correct horse battery"
@@ -173,7 +174,7 @@ def test_a_destination_not_allowed_is_said_plainly(app):
     with pytest.raises(OutboundError) as caught:
         send("GET", "http://localhost:9/", Policy(1))
     with app.test_request_context(headers={"Accept-Language": "ja"}):
-        assert render(caught.value.said).startswith("localhost は ループバックアドレス を指して")
+        assert render(caught.value.said).startswith("localhost はループバックアドレスを指して")
     assert caught.value.permanent
 
 
@@ -282,3 +283,25 @@ def test_a_japanese_site_name_takes_its_slug_from_the_host(session):
     assert (shop.slug, idn.slug, again.slug, numbered.slug, latin.slug) == (
         "shop-example-co-jp", "xn--r8jz45g-jp", "xn--r8jz45g-jp-2", "2024-example-jp",
         "cafe")
+
+
+# 5: the public view of a sitemap
+
+def test_the_public_sitemap_view_follows_accept_language(app, client, session):
+    site = make_site(session)
+    save_url(session, site, f"{site.base_url}a", {})
+    session.commit()
+    jobs.regenerate(site.id, app)
+    path = f"/sitemaps/{site.slug}/view/sitemap.xml"
+    with client.get(path, headers={"Accept-Language": "ja,en;q=0.5"}) as answer:
+        japanese = answer.get_data(as_text=True)
+        assert answer.headers["Content-Language"] == "ja"
+        assert "Accept-Language" in answer.headers["Vary"]
+    assert '<html lang="ja">' in japanese and "<title>XML サイトマップ</title>" in japanese
+    assert "このファイルには 1 件の URL が記載されています" in japanese
+    assert '<th scope="col">最終更新日</th>' in japanese and 'data-label="更新頻度"' in japanese
+    for header in ({"Accept-Language": "de,en;q=0.5"}, {}):
+        with client.get(path, headers=header) as answer:
+            english_page = answer.get_data(as_text=True)
+        assert '<html lang="en">' in english_page and "This file lists 1 URLs." in english_page
+        assert "サイトマップ" not in english_page

@@ -365,7 +365,9 @@ def send(method: str, url: str, policy: Policy, *, meanings: Mapping[int, str] |
     if 200 <= status < 300:
         return Answer(status, meaning, body, response.headers.get("Content-Type", ""))
     raise OutboundError(meaning, status=status, body=body, permanent=status not in RETRYABLE
-                        and status < 500, said=_generic_said(response),
+                        and status < 500,
+                        # An engine's own meaning of its status says more than a generic word.
+                        said=_generic_said(response) if 300 <= status < 400 else None,
                         retry_after=retry_after_seconds(response.headers.get("Retry-After")))
 
 
