@@ -211,8 +211,11 @@ def test_an_old_ledger_row_shows_its_english_outcome(app, session):
                          attempts=1, attempt_limit=1, urls=site.base_url, url_count=1,
                          outcome="could not connect to x: [Errno -2] old words"))
     session.commit()
-    page = signed_in(app, session, role="viewer").get(f"/sites/{site.slug}/announcements").text
+    reader = signed_in(app, session, role="viewer")
+    page = reader.get(f"/sites/{site.slug}/announcements").text
     assert "could not connect to x: [Errno -2] old words" in page
+    # The sites page names the failure as a problem, in the reader's language.
+    assert "IndexNow への直近の通知が失敗しました" in reader.get("/").text
 
 
 def test_verify_key_file_says_an_unknown_host_plainly_and_redirects_after_the_post(app, session):
