@@ -308,3 +308,21 @@ def test_the_public_sitemap_view_follows_accept_language(app, client, session):
             english_page = answer.get_data(as_text=True)
         assert '<html lang="en">' in english_page and "This file lists 1 URLs." in english_page
         assert "サイトマップ" not in english_page
+
+
+# 11: a generation's number within its site
+
+def test_generations_are_numbered_within_their_site_and_linked_by_id(app, session):
+    first = make_site(session)
+    second = make_site(session, name="Blog", base_url="https://blog.example.com/")
+    for site in (first, second):
+        save_url(session, site, f"{site.base_url}a", {})
+    session.commit()
+    ids = [jobs.regenerate(site.id, app).id for site in (first, first, second)]
+    reader = signed_in(app, session, role="viewer", language="en")
+    listing = reader.get(f"/sites/{second.slug}/generations").text
+    assert f'/sites/{second.slug}/generations/{ids[2]}">Generation 1</a>' in listing
+    page = reader.get(f"/sites/{second.slug}/generations/{ids[2]}").text
+    assert "<h2>Generation 1 " in page and f"Generation {ids[2]} " not in page
+    assert f'/sites/{first.slug}/generations/{ids[1]}">Generation 2</a>' in \
+        reader.get(f"/sites/{first.slug}/generations").text

@@ -20,6 +20,7 @@ from webapp.sites import create_site, delete_site
 from webapp.urls import health
 from webapp.views.auth import require
 from webapp.views.dashboard import bp, charts, load_site
+from webapp.views.dashboard.run_numbers import site_numbers
 
 PAGE = 50
 MAX_PAGE = 1_000_000
@@ -122,7 +123,10 @@ def _after_first_line(task: dict) -> str:
 
 def _url_chart(runs: list[Generation], live: int) -> dict | None:
     """URLs over time: what each generation published (oldest first), then the live URLs now."""
-    published = [(run.started_at, run.url_count, _("Published by generation #%(id)s", id=run.id),
+    numbers = site_numbers(get_session(), runs[0].site_id, [run.id for run in runs]) \
+        if runs else {}
+    published = [(run.started_at, run.url_count,
+                  _("Published by generation #%(id)s", id=numbers.get(run.id, run.id)),
                   "published") for run in reversed(runs) if run.status in ("succeeded", "unchanged")]
     return charts.line_chart(published + [(utcnow(), live, _("Live URLs now"), "live")])
 
