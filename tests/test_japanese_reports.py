@@ -68,7 +68,7 @@ def test_an_imports_reasons_and_notes_are_said_in_each_readers_language(app, ses
     state = finished_task(japanese, answer.headers["Location"])
     assert state["status"] == "done", state
     page = japanese.get(answer.headers["Location"]).text
-    page = re.search(r'<pre id="task-message">(.*?)</pre>', page, re.S)[1]
+    page = re.search(r'<pre id="task-message">(.*?)</pre>', page, re.DOTALL)[1]
     assert "フラグメント #top を取り除きました" in page
     assert "クエリパラメータ utm_source を取り除きました" in page
     assert "priority &#39;7&#39;: 0.0～1.0 で指定" in page, page  # the field, value as they are
@@ -225,7 +225,7 @@ def test_verify_key_file_says_an_unknown_host_plainly_and_redirects_after_the_po
     assert answer.status_code == 302
     assert answer.headers["Location"].endswith(f"/sites/{site.slug}/settings#indexnow-key")
     page = reader.get(answer.headers["Location"]).text
-    shown = re.search(r'id="key-check">(.*?)</p>', page, re.S).group(1)
+    shown = re.search(r'id="key-check">(.*?)</p>', page, re.DOTALL).group(1)
     assert "ホスト名 nonexistent.invalid が見つかりません（DNS）" in shown
     assert "gaierror" not in page
     # Shown once: reloading the page does not post again, nor show the old result.

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from urllib.parse import urlsplit
 from collections.abc import Callable, Mapping
 from datetime import datetime
+from urllib.parse import urlsplit
 
 from sqlalchemy import delete, func, or_, select
 from sqlalchemy.orm import Session
