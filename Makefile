@@ -31,7 +31,7 @@ $(CATALOGS)/%/LC_MESSAGES/messages.mo: $(CATALOGS)/%/LC_MESSAGES/messages.po $(S
 # then translate what is new (msgstr "") in $(CATALOGS)/ja/LC_MESSAGES/messages.po.
 translations: $(STAMP)
 	$(BIN)/pybabel extract --no-location --sort-output -F $(CATALOGS)/babel.cfg -k _l -k lazy_gettext \
-		-k ngettext:1,2 -k lazy_ngettext:1,2 -k said -k said_plural:1,2 -k rule_text -o $(CATALOGS)/messages.pot .
+		-k ngettext:1,2 -k lazy_ngettext:1,2 -k said -k said_plural:1,2 -k rule_text -k lazy_pgettext:1c,2 -k view_text -o $(CATALOGS)/messages.pot .
 	$(BIN)/pybabel update --no-fuzzy-matching -i $(CATALOGS)/messages.pot -d $(CATALOGS)
 
 # Reinstall whenever the dependency list changes.

@@ -197,7 +197,7 @@ def test_a_row_with_a_bad_image_or_alternate_is_rejected_by_line_and_column(
     path = tmp_path / "urls.csv"
     path.write_text(f"{header}\n{row.format(b=site.base_url)}\n", encoding="utf-8")
     report = import_file(session, site, path)
-    [(line, reason)] = report.rejections
+    [(line, reason)] = report.english_rejections()
     assert line == 2 and message.format(b=site.base_url) in reason, reason
     assert snapshot(session, site) == []
 

@@ -202,7 +202,7 @@ def test_csv_and_list_imports_count_excluded_rows_by_rule(session, shop, text, p
     assert summary[0] == "added 2, updated 0, unchanged 0, rejected 0, excluded 3; " \
                          "1 kept with a note (listed below)"
     assert summary[1:3] == ["excluded by rule `/tmp/*`: 2", "excluded by rule `re:\\.php$`: 1"]
-    assert "the query parameters gclid were removed" in report.notes[0][1]
+    assert "the query parameters gclid were removed" in report.english_notes()[0][1]
     assert live(session) == {SHOP + "a", SHOP + "b?id=3"}
 
 

@@ -392,7 +392,7 @@ def catalog_problems(template, japanese) -> list[str]:
     for message in template:
         if not message.id:
             continue
-        entry = japanese.get(message.id)
+        entry = japanese.get(message.id, message.context)
         strings = ([] if entry is None else
                    list(entry.string) if isinstance(entry.string, tuple) else [entry.string])
         ids = message.id if isinstance(message.id, tuple) else (message.id,)
@@ -416,6 +416,53 @@ def test_every_marked_string_has_a_japanese_translation_with_the_same_placeholde
     with open(CATALOG, "rb") as handle:
         japanese = read_po(handle, locale="ja")
     assert catalog_problems(template, japanese) == []
+
+
+# Spaces in Japanese: none between two Japanese characters (words and particles, katakana
+# compounds, full-width punctuation: サービスアカウントの、「…」を); one half-width space
+# between a Japanese letter and a Latin word or a number beside it (URL を、5 件、Search
+# Console の); none beside full-width punctuation (（JSON）、・URL). A placeholder is spaced as
+# the value it holds reads: %(count)s 件, %(url)s を (Latin, numbers), 毎週%(weekday)s
+# (Japanese words); the check leaves placeholders out.
+_JA = "\u3000-\u303f\u3040-\u30ff\u4e00-\u9fff\uff00-\uffef"
+_LETTER = "\u3041-\u309f\u30a1-\u30fa\u30fc\u4e00-\u9fff"
+SPACE_BETWEEN_JAPANESE = re.compile(f"[{_JA}] +[{_JA}]")
+NO_SPACE_BESIDE_LATIN = re.compile(f"[{_LETTER}][A-Za-z0-9]|[A-Za-z0-9][{_LETTER}]")
+PLACEHOLDER = re.compile(r"%\(\w+\)[sd]")
+
+
+def spacing_problems(japanese) -> list[str]:
+    """Each msgstr that breaks the rule above, with the place."""
+    problems = []
+    for message in japanese:
+        strings = message.string if isinstance(message.string, tuple) else (message.string,)
+        for text in filter(None, strings):
+            text = PLACEHOLDER.sub("\N{OBJECT REPLACEMENT CHARACTER}", text)
+            for rule, found in (("a space between Japanese", SPACE_BETWEEN_JAPANESE),
+                                ("no space beside Latin", NO_SPACE_BESIDE_LATIN)):
+                problems += [f"{rule}: {text[max(0, m.start() - 10):m.end() + 10]!r}"
+                             for m in found.finditer(text)]
+    return problems
+
+
+def test_japanese_has_no_half_width_space_between_words_and_particles():
+    with open(CATALOG, "rb") as handle:
+        japanese = read_po(handle, locale="ja")
+    assert spacing_problems(japanese) == []
+
+
+def test_the_spacing_check_finds_each_kind_of_stray_or_missing_space():
+    from babel.messages.catalog import Catalog
+
+    japanese = Catalog(locale="ja")
+    japanese.add("Service account", "サービス アカウント")
+    japanese.add("Delete?", "削除しますか？ 戻せません。")
+    japanese.add("%(num)s URLs", "%(num)s 件の URLを")
+    japanese.add("Five", "5件")
+    japanese.add("Fine", "%(num)s 件の URL を「削除」しました（JSON）・URL")
+    assert [problem.split(":")[0] for problem in spacing_problems(japanese)] == [
+        "a space between Japanese", "a space between Japanese", "no space beside Latin",
+        "no space beside Latin"]
 
 
 def test_the_catalog_check_finds_missing_english_and_mismatched_translations():

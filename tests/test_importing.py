@@ -142,7 +142,7 @@ def test_a_plain_url_with_a_comma_is_still_a_url(session):
 def test_blank_lines_before_the_header_are_skipped_and_counted(session):
     site = make_site(session)
     report = import_urls(session, site, io.StringIO(f"\n\nloc,priority\n{SHOP}a,2\n"))
-    assert report.rejections == [(4, "priority '2': must be from 0.0 to 1.0 (0.5 is the default)")]
+    assert report.english_rejections() == [(4, "priority '2': must be from 0.0 to 1.0 (0.5 is the default)")]
 
 
 def test_only_line_feeds_end_lines_in_a_plain_list(session):
@@ -185,7 +185,7 @@ def test_a_fragment_is_removed_and_noted_on_its_line_and_the_page_kept_once(sess
     first = 2 if header else 1
     assert session.scalars(select(Url.loc).order_by(Url.loc)).all() == [f"{SHOP}a", f"{SHOP}b"]
     assert [line for line, _ in report.notes] == [first, first + 2]
-    assert "the fragment #top was removed" in report.notes[0][1]
-    assert "the fragment #bottom was removed" in report.notes[1][1]
+    assert "the fragment #top was removed" in report.english_notes()[0][1]
+    assert "the fragment #bottom was removed" in report.english_notes()[1][1]
     assert (report.added, report.rejected, report.noted) == (2, 0, 2)
     assert "2 kept with a note" in report.summary()

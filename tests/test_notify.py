@@ -509,7 +509,7 @@ def test_every_engine_that_cannot_send_says_why(app, session, settings, words):
     site = make_site(session, **settings, ping_urls="http://127.0.0.1:9/ping?s={sitemap}",
                      indexnow_enabled=True)
     assert list(notify.blocked(site, app.config)) == ["gsc"]
-    assert words in notify.blocked(site, app.config)["gsc"]
+    assert words in str(notify.blocked(site, app.config)["gsc"])
     assert notify.blocked(make_site(session, name="Plain", base_url="https://plain.example.com/"),
                           app.config) == {}
 

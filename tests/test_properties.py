@@ -268,7 +268,7 @@ def test_any_import_file_stores_valid_rows_and_rejects_the_rest_by_line(app, ses
         report = import_urls(session, site, io.StringIO(text), chunk_chars=chunk_chars)
         session.commit()
         assert [line for line, _ in report.rejections] == [line for line, _ in rejected]
-        for (_, reason), (_, expected) in zip(report.rejections, rejected):
+        for (_, reason), (_, expected) in zip(report.english_rejections(), rejected):
             assert reason == expected if expected else "fields" in reason
         model = {loc: dict(values) for loc, values in before.items()}
         for values in valid:

@@ -432,7 +432,7 @@ def test_people_get_an_html_table_of_any_published_sitemap(app, client, shop):
     assert index.status_code == 200
     store = get_store(app)
     rendered = store.view_path(store.published(shop.storage_key).files["sitemap.xml"],
-                               f"{VIEW_VERSION}\n{SHOP}/\n/sitemaps/shop/view/")
+                               f"{VIEW_VERSION}\n{SHOP}/\n/sitemaps/shop/view/\nen")
     assert rendered.read_bytes() == index.data  # rendered once
     assert index.headers["Content-Type"] == "text/html; charset=utf-8"
     page = etree.fromstring(index.data, etree.HTMLParser())

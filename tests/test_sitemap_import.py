@@ -110,7 +110,7 @@ def test_rejections_name_the_line_of_each_url_in_the_file(session):
     text += "</urlset>\n"
     report = imported(session, site, text)
     bad_line = text.splitlines().index(f"    <loc>{SHOP}page-3</loc>")  # the <url> above it
-    assert report.rejections == [(bad_line, "priority '7': must be from 0.0 to 1.0 (0.5 is "
+    assert report.english_rejections() == [(bad_line, "priority '7': must be from 0.0 to 1.0 (0.5 is "
                                             "the default)")]
     assert report.added == 4
 

@@ -16,7 +16,7 @@ def create_app(overrides: Mapping[str, object] | None = None) -> Flask:
     from flask import Flask
 
     from webapp import cli, config, db, i18n, sitemaps, tasks
-    from webapp.views import api, auth, dashboard, display, http, public, status
+    from webapp.views import api, auth, dashboard, display, http, icon, public, status
 
     settings = config.load(overrides)
     app = Flask(__name__, instance_path=str(settings["INSTANCE_PATH"]),
@@ -34,4 +34,5 @@ def create_app(overrides: Mapping[str, object] | None = None) -> Flask:
     app.register_blueprint(dashboard.bp)
     app.register_blueprint(api.bp)
     app.register_blueprint(status.bp)
+    app.register_blueprint(icon.bp)
     return app

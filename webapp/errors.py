@@ -78,6 +78,20 @@ def in_english(text: object) -> str:
         return str(text)
 
 
+def said_of(text: object) -> dict:
+    """A rule or message as an item of webapp.said (its message id and values, JSON that a
+    reader later hears in their own language), without loading Flask: the process that checks
+    CSV rows stores its reasons this way. Text that has no message id is kept as it is."""
+    if isinstance(text, RuleText):
+        return {"id": text.msgid, "values": {
+            name: said_of(value) if isinstance(value, RuleText) else value
+            for name, value in text.values.items()}}
+    func = getattr(text, "_func", None)  # flask_babel's LazyString of lazy_gettext(msgid, ...)
+    if getattr(func, "__name__", "") == "gettext" and len(getattr(text, "_args", ())) == 1:
+        return {"id": text._args[0], "values": dict(text._kwargs)}
+    return {"text": str(text)}
+
+
 def _shown(value: object) -> str:
     text = value if isinstance(value, str) else str(value)
     return repr(text if len(text) <= 80 else f"{text[:77]}...")
@@ -98,6 +112,11 @@ class InvalidValue(ValueError):
     def __str__(self) -> str:
         return f"{self.field} {_shown(self.value)}: {self.said}"
 
+    def said_line(self) -> list[dict]:
+        """The error as webapp.said items: the field and value as they are, the rule in the
+        reader's language."""
+        return [{"text": f"{self.field} {_shown(self.value)}: "}, said_of(self.said)]
+
 
 class InvalidValues(InvalidValue):
     """Several values break their rules at once: `errors` holds each, so that a form or an API
@@ -110,6 +129,12 @@ class InvalidValues(InvalidValue):
 
     def __str__(self) -> str:
         return "; ".join(str(error) for error in self.errors)
+
+    def said_line(self) -> list[dict]:
+        line: list[dict] = []
+        for error in self.errors:
+            line += ([{"text": "; "}] if line else []) + error.said_line()
+        return line
 
 
 def each_error(exc: InvalidValue) -> list[InvalidValue]:
@@ -137,13 +162,20 @@ def raise_all(errors: list[InvalidValue]) -> None:
 
 class Note:
     """Something a rule changed in a value that the person should hear of (a fragment removed):
-    kept, unlike an InvalidValue, and named in the answer or report."""
+    kept, unlike an InvalidValue, and named in the answer or report. `text` is a rule_text,
+    read in the language at hand (`str`), or English (`english`)."""
 
-    def __init__(self, field: str, value: str, text: str):
+    def __init__(self, field: str, value: str, text: object):
         self.field, self.value, self.text = field, value, text
 
     def __str__(self) -> str:
         return f"{self.field} {_shown(self.value)}: {self.text}"
+
+    def english(self) -> str:
+        return f"{self.field} {_shown(self.value)}: {in_english(self.text)}"
+
+    def said_line(self) -> list[dict]:
+        return [{"text": f"{self.field} {_shown(self.value)}: "}, said_of(self.text)]
 
     def __repr__(self) -> str:
         return f"Note({self.field!r}, {self.value!r}, {self.text!r})"

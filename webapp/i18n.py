@@ -82,3 +82,12 @@ def init_app(app: Flask) -> None:
     babel.init_app(app, locale_selector=select_language, timezone_selector=select_timezone)
     app.jinja_env.globals.update(page_language=page_language, iso_instant=iso_instant,
                                  moment=moment)
+    app.add_template_filter(said_or, "said_or")
+
+
+def said_or(lines: list | None, text: str | None) -> str:
+    """`lines` (webapp.said) in the reader's language, or the stored `text` when a row has none
+    (written before its words were kept as message ids)."""
+    from webapp.said import render
+
+    return "".join(render(line) for line in lines) if lines else (text or "")

@@ -324,6 +324,9 @@ class Delivery(Base):
     attempt_limit: Mapped[int] = mapped_column(Integer)
     http_status: Mapped[int | None] = mapped_column(Integer)
     outcome: Mapped[str | None] = mapped_column(Text)  # what the answer means and what to do
+    # A failure's reason in plain words (webapp.said), for the reader's language; None: the
+    # English `outcome` is all there is (an engine's own meaning of its answer, older rows).
+    outcome_said: Mapped[list | None] = mapped_column(JSON)
     response_excerpt: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -36,8 +36,10 @@ from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
+from webapp import outbound_reasons as reasons
 from webapp.config import parse_networks
 from webapp.errors import InvalidValue, rule_text
+from webapp.said import Line, english
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -62,16 +64,29 @@ class Answer:
 
 
 class OutboundError(Exception):
-    """A request that did not succeed; `permanent` when sending it again cannot help."""
+    """A request that did not succeed; `permanent` when sending it again cannot help.
+
+    `meaning` is English (the ledger's outcome, the CLI, the API); `said` the same reason in
+    plain words for a reader's language (webapp.said), when there is one; `detail` the
+    technical error for operators."""
 
     def __init__(self, meaning: str, *, status: int | None = None, body: str = "",
-                 permanent: bool = False, retry_after: float | None = None):
+                 permanent: bool = False, retry_after: float | None = None,
+                 said: Line | None = None, detail: str = ""):
         super().__init__(meaning)
-        self.meaning = meaning
+        self.meaning, self.said, self.detail = meaning, said, detail
         self.status = status
         self.excerpt = excerpt(body)
         self.permanent = permanent
         self.retry_after = retry_after
+
+
+def plain_reason(error: OutboundError) -> Line:
+    """Why a request failed, in plain words for the reader's language (webapp.said); the
+    English meaning, as it is, for an error that has none."""
+    if error.said is not None:
+        return error.said
+    return {"text": error.meaning.removesuffix("; will try again")}
 
 
 def excerpt(body: str) -> str:
@@ -135,6 +150,7 @@ class _Request:
     def __init__(self, policy: Policy, seconds: float, watchdog: _Watchdog | None = None):
         self.policy, self.ends = policy, time.monotonic() + seconds
         self.refused: str | None = None
+        self.refused_said: Line | None = None
         self.expired = self.finished = False
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
@@ -233,6 +249,8 @@ def _checked_address(host: str, port: int, request: _Request) -> tuple:
             # server's resolver sees an inside name.
             request.refused = (f"{host} resolves to {reason}; the server sends nothing there "
                                "unless the operator allows it (OUTBOUND_ALLOW)")
+            request.refused_said = reasons.not_allowed(
+                host, reason.removeprefix("a ").removesuffix(" address"))
             raise OSError(request.refused)
     return infos[0]
 
@@ -310,19 +328,22 @@ def _guarded(policy: Policy, url: str,
     """A session and the request's watch, for one request to `url` within `seconds`."""
     if not is_http_url(url):
         raise OutboundError(f"{url!r} is not an http:// or https:// URL without a user name or "
-                            "password", permanent=True)
+                            "password", permanent=True, said=reasons.not_a_url(url))
     with _Request(policy, seconds) as request, _session() as session:
         yield session, request
 
 
 def _failure(exc: Exception, request: _Request, url: str, seconds: float) -> OutboundError:
-    """What went wrong, in words a site owner can act on."""
+    """What went wrong, in words a site owner can act on: one of a few plain reasons
+    (outbound_reasons), the technical error kept as `detail`."""
     if request.refused:
-        return OutboundError(request.refused, permanent=True)
+        return OutboundError(request.refused, permanent=True, said=request.refused_said)
     if request.expired or _timed_out(exc):
-        return OutboundError(f"no answer within {seconds:g} s; will try again")
-    return OutboundError(f"could not connect to {address(url)}: {_reason(exc)}; "
-                         "will try again")
+        return OutboundError(f"no answer within {seconds:g} s; will try again",
+                             said=reasons.no_answer(seconds))
+    plain = reasons.connect_failure(reasons.kind_of(exc), address(url))
+    return OutboundError(f"{english([plain])}; will try again", said=plain,
+                         detail=reasons.technical(exc))
 
 
 def send(method: str, url: str, policy: Policy, *, meanings: Mapping[int, str] | None = None,
@@ -349,6 +370,8 @@ def send(method: str, url: str, policy: Policy, *, meanings: Mapping[int, str] |
         return Answer(status, meaning, body, response.headers.get("Content-Type", ""))
     raise OutboundError(meaning, status=status, body=body, permanent=status not in RETRYABLE
                         and status < 500,
+                        # An engine's own meaning of its status says more than a generic word.
+                        said=_generic_said(response) if 300 <= status < 400 else None,
                         retry_after=retry_after_seconds(response.headers.get("Retry-After")))
 
 
@@ -362,13 +385,14 @@ def fetch(url: str, policy: Policy, *, max_bytes: int) -> bytes:
                              stream=True) as response:
                 if response.status_code != 200:
                     raise OutboundError(_generic_meaning(response), status=response.status_code,
-                                        permanent=True)
+                                        permanent=True, said=_generic_said(response))
                 data = bytearray()
                 for chunk in response.raw.stream(65536, decode_content=False):
                     data += chunk
                     if len(data) > max_bytes:
                         raise OutboundError(f"{url} is larger than {max_bytes} bytes",
-                                            permanent=True)
+                                            permanent=True,
+                                            said=reasons.too_large(url, max_bytes))
         except (requests.RequestException, urllib3.exceptions.HTTPError, OSError,
                 ValueError) as exc:
             raise _failure(exc, request, url, seconds) from None
@@ -425,13 +449,6 @@ def _timed_out(exc: requests.RequestException) -> bool:
         isinstance(arg, urllib3.exceptions.TimeoutError) for arg in exc.args)
 
 
-def _reason(exc: Exception) -> str:
-    """The words that matter in urllib3's nested message: "Connection refused" and the like."""
-    inner = exc.args[0] if exc.args else exc
-    text = str(getattr(inner, "reason", inner))
-    return text.rpartition("): ")[2][:200] or text[:200]
-
-
 def is_http_url(url: str) -> bool:
     """An address requests can be sent to: http(s), a host, a port in range, no user name or
     password, no white space."""
@@ -477,6 +494,15 @@ def _read(response: requests.Response) -> str:
         return data[:MAX_BODY].decode(response.encoding or "utf-8", "replace")
     except LookupError:  # a charset Python does not know: the status is what matters
         return data[:MAX_BODY].decode("utf-8", "replace")
+
+
+def _generic_said(response: requests.Response) -> Line:
+    """What an answer that is not a success was, in plain words (the engine's own meaning of
+    the status stays in the English `meaning`)."""
+    status = response.status_code
+    if 300 <= status < 400:
+        return reasons.redirected(status, response.headers.get("Location", "?"))
+    return reasons.answered(status)
 
 
 def _generic_meaning(response: requests.Response) -> str:

@@ -255,8 +255,9 @@ def normalize_url_noting(raw: str, encoding: str = "utf-8",
             limit=MIN_LOC_LENGTH))
     note = None
     if "#" in raw:
-        note = Note(field, raw.strip(), f"the fragment #{parts.fragment} was removed: a fragment "
-                    "points into a page, and the sitemap lists the page once")
+        note = Note(field, raw.strip(), rule_text(
+            "the fragment #%(fragment)s was removed: a fragment points into a page, and the "
+            "sitemap lists the page once", fragment=parts.fragment))
     return url, note
 
 

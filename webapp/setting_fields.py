@@ -10,12 +10,19 @@ from functools import cache
 from zoneinfo import available_timezones
 
 from flask_babel import lazy_gettext as _l
+from flask_babel import lazy_pgettext
 from werkzeug.datastructures import MultiDict
 
 from webapp import schedule_picker
 from webapp.models import Site
 from webapp.protocol import CHANGEFREQS
 from webapp.sites import OPERATOR_SETTINGS, SETTINGS, site_settings
+
+# How each changefreq reads wherever a person chooses or reads one: the protocol's word and
+# what it means. "never" has a context of its own: elsewhere the word means "not yet".
+CHANGEFREQ_LABELS = {"always": _l("always"), "hourly": _l("hourly"), "daily": _l("daily"),
+                     "weekly": _l("weekly"), "monthly": _l("monthly"), "yearly": _l("yearly"),
+                     "never": lazy_pgettext("changefreq", "never")}
 
 
 @dataclass(frozen=True)
@@ -51,9 +58,8 @@ _FIELDS = [
                                              "from now on."), "select", ENCODINGS),
     Field("default_changefreq", _l("Default change frequency"),
           _l("Written for URLs that have none of their own."), "select",
-          (("", _l("None (not written)")), ("always", _l("always")), ("hourly", _l("hourly")),
-           ("daily", _l("daily")), ("weekly", _l("weekly")), ("monthly", _l("monthly")),
-           ("yearly", _l("yearly")), ("never", _l("never")))),
+          (("", _l("None (not written)")), *((value, CHANGEFREQ_LABELS[value])
+                                             for value in CHANGEFREQS))),
     Field("default_priority", _l("Default priority"),
           _l("0.0 to 1.0, written for URLs that have none of their own; empty writes none.")),
     Field("max_urls_per_file", _l("URLs per file"),

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from flask_babel import gettext as _
 from sqlalchemy import Select, case, exists, func, literal_column, or_, select
 from sqlalchemy.orm import Session
 
@@ -125,8 +126,9 @@ def describe(session: Session, sites: Iterable[Site]) -> list[Row]:
     for site in sites:
         row = Row(site, runs.get(site.id), announced.get(site.id, []))
         if row.last_run is not None and row.last_run.status == "failed":
-            row.problems.append("The last generation failed")
-        row.problems += [f"The last {ENGINE_NAMES.get(d.engine, d.engine)} announcement failed"
+            row.problems.append(_("The last generation failed"))
+        row.problems += [_("The last %(engine)s announcement failed",
+                           engine=ENGINE_NAMES.get(d.engine, d.engine))
                          for d in row.announced if d.status == "failed"]
         row.problems += [warning.title for warning in warnings[site.id]]
         rows.append(row)

@@ -7,6 +7,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Mapping
 from datetime import datetime
+from urllib.parse import urlsplit
 
 from sqlalchemy import delete, func, or_, select
 from sqlalchemy.orm import Session
@@ -103,10 +104,17 @@ def _check_own_file_names(session: Session, site: Site, sitemap_url: str) -> Non
                 sitemap_url=other.sitemap_url))
 
 
-def _slug_from(session: Session, name: str) -> str:
-    """A free slug from the name: accents folded (Café -> cafe), other characters as '-'."""
+def _slug_from(session: Session, name: str, base_url: str | None = None) -> str:
+    """A free slug from the name: accents folded (Café -> cafe), other characters as '-'. A
+    name without ASCII letters (日本のお店) takes the base URL's host instead, without `www.`
+    (shop.example.co.jp -> shop-example-co-jp; an internationalised name in its xn-- form:
+    例え.jp -> xn--r8jz45g-jp); a number is kept after `site-`; -2, -3... when taken."""
     folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
-    base = re.sub(r"[^a-z0-9]+", "-", folded.lower()).strip("-")[:56] or "site"
+    base = re.sub(r"[^a-z0-9]+", "-", folded.lower()).strip("-")[:56]
+    if not re.search("[a-z]", base) and base_url:
+        host = (urlsplit(base_url).hostname or "").removeprefix("www.")
+        base = re.sub(r"[^a-z0-9-]+", "-", host).strip("-")[:56] or base
+    base = base or "site"
     if base.isdigit():
         base = f"site-{base}"
     slug, n = base, 1
@@ -316,7 +324,7 @@ def create_site(session: Session, name: str, base_url: str, sitemap_url: str | N
     encoding = collect(errors, lambda: check_encoding(check_storable("encoding", encoding)))
     base = collect(errors, normalize_base_url, base_url, encoding or "utf-8")
     checked_name = collect(errors, _check_name, name)
-    site = Site(name=checked_name, slug=_slug_from(session, checked_name or "site"),
+    site = Site(name=checked_name, slug=_slug_from(session, checked_name or "site", base),
                 base_url=base, sitemap_url=base and base + "sitemap.xml",
                 encoding=encoding or "utf-8", max_urls_per_file=MAX_URLS_PER_FILE,
                 stylesheet=False, indexnow_key=new_indexnow_key(), schedule=DEFAULT_SCHEDULE,

@@ -8,6 +8,7 @@ from flask import current_app
 from webapp import discover
 from webapp.cli import friendly_errors
 from webapp.db import session_scope
+from webapp.said import english
 from webapp.sites import find_site
 
 
@@ -27,7 +28,7 @@ def discover_command(site_ref, max_pages, max_depth, max_minutes, accept):
         site_id = find_site(session, site_ref).id
     report = discover.crawl(current_app._get_current_object(), site_id, limits)
     if report.robots:
-        click.echo(f"note: {report.robots}", err=True)
+        click.echo(f"note: {english([report.robots])}", err=True)
     if report.cut():
         click.echo(f"note: {report.cut()}", err=True)
     if accept:

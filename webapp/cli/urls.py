@@ -53,7 +53,7 @@ def urls_add(site_ref, loc, lastmod, changefreq, priority, images, alternates):
         saved = write_url(session, site, check_url(site, loc, fields, images or None,
                                                    alternates or None))
         for note in saved.notes:
-            click.echo(f"note: {note}")
+            click.echo(f"note: {note.english()}")
         if saved.created:
             click.echo(f"added {saved.url.loc}")
         elif not saved.changes:
@@ -109,9 +109,9 @@ def urls_import(site_ref, source, encoding, rewrite_origin):
                          check_encoding_choice(encoding)) as stream:
             report = import_opened(session, site, stream, rewrite_origin)
     click.echo(report.summary())
-    for line, note in report.notes:
+    for line, note in report.english_notes():
         click.echo(f"line {line}: {note}")
-    for line, reason in report.rejections:
+    for line, reason in report.english_rejections():
         click.echo(f"line {line}: {reason}", err=True)
     if report.rejected > len(report.rejections):
         click.echo(f"... and {report.rejected - len(report.rejections)} more rejections, not "

@@ -7,6 +7,7 @@ from flask import current_app
 
 from webapp.cli import friendly_errors
 from webapp.db import session_scope
+from webapp.said import english
 from webapp.sites import find_site
 from webapp.verify import VerifyBusy, verify_site
 
@@ -24,7 +25,7 @@ def verify_command(site: str) -> None:
     except VerifyBusy as exc:
         raise click.ClickException(str(exc)) from None
     if summary.note:
-        click.echo(summary.note)
+        click.echo(english([summary.note]))
     blocked = summary.counts.get("blocked", 0)
     if blocked:
         click.echo(f"{blocked} not checked: robots.txt disallows them for the verifier")

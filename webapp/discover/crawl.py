@@ -27,6 +27,7 @@ from webapp.many_rows import among, on_postgresql
 from webapp.models import Discovery, Site, Url
 from webapp.outbound import OutboundError, Policy, get_page
 from webapp.protocol import Scope
+from webapp.said import Line
 from webapp.urls import Rules
 from webapp.discover.pages import is_html, read_page
 from webapp.discover.review import accept
@@ -79,7 +80,7 @@ class CrawlReport:
     excluded: int = 0
     accepted: int = 0
     stopped_by: str | None = None  # "pages" or "time" when a limit ended the crawl
-    robots: str | None = None  # why robots.txt forbids everything, when it does
+    robots: Line | None = None  # why robots.txt forbids everything (webapp.said), when it does
     links_left: int = 0  # links beyond MAX_LINKS_PER_PAGE on a page, not followed
 
     @property

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from urllib.robotparser import RobotFileParser
 
-from webapp.outbound import MAX_BODY, OutboundError, Policy, get_page
+from webapp.outbound import MAX_BODY, OutboundError, Policy, get_page, plain_reason
 from webapp.protocol import origin
+from webapp.said import Line, said
 
 USER_AGENT = "sitemap-dashboard-discover/0.1 (self-hosted; finds a site's pages for its sitemap)"
 AGENT_TOKEN = "sitemap-dashboard"  # the name robots.txt groups are matched against
@@ -17,7 +18,7 @@ class Robots:
     """The rules for one origin. A missing robots.txt (4xx) allows everything; one that
     cannot be read (5xx, no answer) forbids everything, as search engines do."""
 
-    def __init__(self, parser: RobotFileParser | None, reason: str | None = None):
+    def __init__(self, parser: RobotFileParser | None, reason: Line | None = None):
         self.parser, self.reason = parser, reason
 
     def allows(self, url: str) -> bool:
@@ -36,11 +37,13 @@ def load_robots(site_url: str, policy: Policy) -> Robots:
     try:
         page = get_page(url, policy, max_bytes=MAX_BODY, user_agent=USER_AGENT)
     except OutboundError as exc:
-        return Robots(None, f"{url} did not answer ({exc.meaning}): nothing is fetched")
+        return Robots(None, said("%(url)s did not answer (%(reason)s): nothing is fetched",
+                                 url=url, reason=plain_reason(exc)))
     if 400 <= page.status < 500:
         return Robots(None)
     if page.status != 200:
-        return Robots(None, f"{url} answered {page.status}: nothing is fetched")
+        return Robots(None, said("%(url)s answered %(status)s: nothing is fetched", url=url,
+                                 status=page.status))
     parser = RobotFileParser(url)
     parser.parse(page.body.decode("utf-8", "replace").splitlines())
     return Robots(parser)

@@ -10,11 +10,12 @@ from __future__ import annotations
 import re
 from urllib.parse import quote
 
-from webapp.errors import InvalidValue, rule_text
+from webapp.errors import InvalidValue, RuleText, rule_text, said_of
 from webapp.models import Delivery, Site
 from webapp.notify import gsc_account
 from webapp.notify.ledger import not_sent
 from webapp.outbound import Answer, OutboundError, Policy, endpoint_check, send
+from webapp.said import said
 
 NAME = "Search Console"  # as people read it
 ANNOUNCES = "sitemap"  # the sitemap URL, once per generation that changed it
@@ -43,22 +44,24 @@ SETTINGS = {"gsc_property": check_property, "gsc_credentials": gsc_account.check
             "gsc_endpoint": endpoint_check("gsc_endpoint")}
 
 
-def blocked(site: Site, config: dict) -> str | None:
+def blocked(site: Site, config: dict) -> RuleText | None:
     """Why Search Console, set up for the site, cannot be sent to; None when it can (or is
-    not set up at all)."""
+    not set up at all). `str()` of it is in the reader's language, `in_english` the ledger's."""
     account = gsc_account.configured(site)
     if site.gsc_property and not account:
-        return ("Search Console has a property (gsc_property) but no service-account key file "
-                "(gsc_credentials); upload the key in the site's settings or set "
-                "gsc_credentials to submit the sitemap")
+        return rule_text("Search Console has a property (gsc_property) but no service-account "
+                         "key file (gsc_credentials); upload the key in the site's settings or "
+                         "set gsc_credentials to submit the sitemap")
     if account and not site.gsc_property:
-        return ("Search Console has a service-account key (uploaded, or gsc_credentials) but "
-                "no property (gsc_property); set gsc_property to submit the sitemap")
+        return rule_text("Search Console has a service-account key (uploaded, or "
+                         "gsc_credentials) but no property (gsc_property); set gsc_property to "
+                         "submit the sitemap")
     allowed = gsc_account.token_hosts(config)
     if site.gsc_property and not gsc_account.token_may_go_to(submit_url(site, config), config):
-        return (f"gsc_endpoint {site.gsc_endpoint} is not a Search Console host: the access "
-                f"token is sent only over https:// to {', '.join(sorted(allowed))} (set "
-                "GSC_ENDPOINT to send it elsewhere)")
+        return rule_text("gsc_endpoint %(endpoint)s is not a Search Console host: the access "
+                         "token is sent only over https:// to %(hosts)s (set GSC_ENDPOINT to "
+                         "send it elsewhere)", endpoint=site.gsc_endpoint,
+                         hosts=", ".join(sorted(allowed)))
     return None
 
 
@@ -84,7 +87,8 @@ def deliver(site: Site, delivery: Delivery, config: dict) -> Answer:
                                      "(gsc_property, gsc_credentials)"), permanent=True)
     reason = blocked(site, config)
     if reason is not None:
-        raise OutboundError(not_sent(reason), permanent=True)
+        raise OutboundError(not_sent(reason), permanent=True,
+                            said=said("not sent: %(reason)s", reason=said_of(reason)))
     delivery.target = submit_url(site, config)
     try:
         credentials = gsc_account.credentials(site, config)

@@ -15,6 +15,7 @@ from webapp.models import Delivery, Site, new_indexnow_key
 from webapp.notify.ledger import start_from_now
 from webapp.outbound import Answer, OutboundError, Policy, endpoint_check, send
 from webapp.protocol import directory
+from webapp.said import render
 
 NAME = "IndexNow"  # as people read it
 ANNOUNCES = "urls"  # the URLs that changed, planned from the change log
@@ -146,7 +147,8 @@ def verify_key_file(site: Site, config: dict) -> KeyFileCheck:
     try:
         answer = send("GET", url, Policy.of(config))
     except OutboundError as exc:
-        reason = exc.meaning.removesuffix("; will try again")
+        reason = render(exc.said) if exc.said is not None else \
+            exc.meaning.removesuffix("; will try again")
         if exc.status is None:
             return KeyFileCheck("unreachable", url, _(
                 "%(url)s cannot be reached: %(reason)s.", url=url, reason=reason))

@@ -17,9 +17,10 @@ from types import ModuleType
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.orm import Session
 
-from webapp.errors import InvalidValue, rule_text
+from webapp.errors import InvalidValue, in_english, rule_text, said_of
 from webapp.models import Delivery, Generation, NotifyCursor, Site
 from webapp.outbound import Answer, OutboundError
+from webapp.said import said, said_plural
 from webapp.urls import changed_locs, committed_change_seq
 
 MAX_BACKOFF = timedelta(hours=6)
@@ -124,9 +125,9 @@ def _record_chunks(site: Site, name: str, engine: ModuleType, generation_id: int
         record(name, generation_id=generation_id, url_count=len(chunk), urls="\n".join(chunk))
 
 
-def not_sent(reason: str) -> str:
-    """The outcome of a record that was never sent, and why."""
-    return f"not sent: {reason}"
+def not_sent(reason: object) -> str:
+    """The outcome of a record that was never sent, and why (in English: the ledger's)."""
+    return f"not sent: {in_english(reason)}"
 
 
 def _not_sent(session: Session, site: Site, name: str, published: Generation | None,
@@ -141,6 +142,7 @@ def _not_sent(session: Session, site: Site, name: str, published: Generation | N
             Delivery.generation_id == published.id).limit(1)) is not None:
         return
     record(name, generation_id=published.id, status="failed", outcome=not_sent(reason),
+           outcome_said=[said("not sent: %(reason)s", reason=said_of(reason))],
            next_attempt_at=None, finished_at=now)
 
 
@@ -222,7 +224,7 @@ def _finish(session: Session, delivery: Delivery, **values) -> bool:
 
 def succeeded(session: Session, delivery: Delivery, answer: Answer, now: datetime) -> bool:
     return _finish(session, delivery, status="accepted" if answer.status == 202 else "delivered",
-                   http_status=answer.status, outcome=answer.meaning,
+                   http_status=answer.status, outcome=answer.meaning, outcome_said=None,
                    response_excerpt=answer.excerpt, finished_at=now, next_attempt_at=None)
 
 
@@ -241,14 +243,25 @@ def failed(session: Session, delivery: Delivery, error: OutboundError, now: date
            base_seconds: float, rng: random.Random | None = None) -> bool:
     """Schedule the next attempt when one can help and some are left, else give up."""
     fields = dict(http_status=error.status, response_excerpt=error.excerpt or None)
+    # The English outcome keeps the technical detail for operators (the API, the CLI); the
+    # dashboard shows `outcome_said`, the plain reason in the reader's language.
+    meaning = f"{error.meaning} ({error.detail})" if error.detail else error.meaning
+    plain = [error.said] if error.said is not None else None
     if error.permanent or delivery.attempts >= delivery.attempt_limit:
-        outcome = error.meaning if error.permanent else re.sub(
+        outcome = meaning if error.permanent else re.sub(
             r"; will try again( later)?$", "", error.meaning) + \
-            f"; gave up after {delivery.attempts} attempts (retry it when the engine is back)"
-        return _finish(session, delivery, status="failed", outcome=outcome,
+            f"; gave up after {delivery.attempts} attempts (retry it when the engine is back)" + \
+            (f" ({error.detail})" if error.detail else "")
+        if plain is not None and not error.permanent:
+            plain.append(said_plural("; gave up after %(num)s attempt (retry it when the engine "
+                                     "is back)", "; gave up after %(num)s attempts (retry it "
+                                     "when the engine is back)", delivery.attempts))
+        return _finish(session, delivery, status="failed", outcome=outcome, outcome_said=plain,
                        finished_at=now, next_attempt_at=None, **fields)
     wait = backoff(delivery.attempts, base_seconds, error.retry_after, rng)
-    return _finish(session, delivery, status="pending", outcome=error.meaning,
+    if plain is not None:
+        plain.append(said("; will try again"))
+    return _finish(session, delivery, status="pending", outcome=meaning, outcome_said=plain,
                    next_attempt_at=now + wait, **fields)
 
 

@@ -12,13 +12,27 @@
   <!-- Set by the server-side view: links from an index then lead to the view of each file. -->
   <xsl:param name="folder" select="''"/>
   <xsl:param name="view" select="''"/>
+  <!-- Its words: English here (a browser applying this file); the server-side view passes
+       them in the reader's language (webapp/views/public/view_words.py). -->
+  <xsl:param name="lang" select="'en'"/>
+  <xsl:param name="title_urlset" select="'XML sitemap'"/>
+  <xsl:param name="title_index" select="'Sitemap index'"/>
+  <xsl:param name="note_urlset" select="'This file lists %(count)s URLs. It is meant for search engines; this table is only a view of it.'"/>
+  <xsl:param name="note_index" select="'This index lists %(count)s sitemap files. It is meant for search engines; this table is only a view of it.'"/>
+  <xsl:param name="col_sitemap" select="'Sitemap'"/>
+  <xsl:param name="col_url" select="'URL'"/>
+  <xsl:param name="col_lastmod" select="'Last modified'"/>
+  <xsl:param name="col_changefreq" select="'Change frequency'"/>
+  <xsl:param name="col_priority" select="'Priority'"/>
+  <xsl:param name="col_images" select="'Images'"/>
+  <xsl:param name="col_languages" select="'Languages'"/>
   <xsl:template match="/">
-    <html lang="en">
+    <html lang="{$lang}">
       <head>
         <meta charset="utf-8"/>
         <meta name="viewport" content="width=device-width, initial-scale=1"/>
         <meta name="robots" content="noindex"/>
-        <title>XML sitemap</title>
+        <title><xsl:choose><xsl:when test="sm:sitemapindex"><xsl:value-of select="$title_index"/></xsl:when><xsl:otherwise><xsl:value-of select="$title_urlset"/></xsl:otherwise></xsl:choose></title>
         <style>
           body { font: 15px/1.5 system-ui, sans-serif; margin: 2rem auto; max-width: 72rem; padding: 0 1rem; color: #1a1a1a; }
           table { border-collapse: collapse; width: 100%; }
@@ -55,12 +69,18 @@
     </a>
   </xsl:template>
 
+  <!-- A note with its number where %(count)s stands. -->
+  <xsl:template name="note">
+    <xsl:param name="text"/>
+    <xsl:param name="count"/>
+    <p class="note"><xsl:value-of select="substring-before($text, '%(count)s')"/><xsl:value-of select="$count"/><xsl:value-of select="substring-after($text, '%(count)s')"/></p>
+  </xsl:template>
+
   <xsl:template match="sm:sitemapindex">
-    <h1>Sitemap index</h1>
-    <p class="note">This index lists <xsl:value-of select="count(sm:sitemap)"/> sitemap files.
-      It is meant for search engines; this table is only a view of it.</p>
+    <h1><xsl:value-of select="$title_index"/></h1>
+    <xsl:call-template name="note"><xsl:with-param name="text" select="$note_index"/><xsl:with-param name="count" select="count(sm:sitemap)"/></xsl:call-template>
     <table>
-      <thead><tr><th scope="col">Sitemap</th><th scope="col">Last modified</th></tr></thead>
+      <thead><tr><th scope="col"><xsl:value-of select="$col_sitemap"/></th><th scope="col"><xsl:value-of select="$col_lastmod"/></th></tr></thead>
       <tbody>
         <xsl:for-each select="sm:sitemap">
           <tr>
@@ -73,7 +93,7 @@
                 <xsl:otherwise><xsl:call-template name="loc"><xsl:with-param name="href" select="sm:loc"/></xsl:call-template></xsl:otherwise>
               </xsl:choose>
             </td>
-            <td data-label="Last modified"><xsl:value-of select="sm:lastmod"/></td>
+            <td data-label="{$col_lastmod}"><xsl:value-of select="sm:lastmod"/></td>
           </tr>
         </xsl:for-each>
       </tbody>
@@ -81,23 +101,22 @@
   </xsl:template>
 
   <xsl:template match="sm:urlset">
-    <h1>XML sitemap</h1>
-    <p class="note">This file lists <xsl:value-of select="count(sm:url)"/> URLs.
-      It is meant for search engines; this table is only a view of it.</p>
+    <h1><xsl:value-of select="$title_urlset"/></h1>
+    <xsl:call-template name="note"><xsl:with-param name="text" select="$note_urlset"/><xsl:with-param name="count" select="count(sm:url)"/></xsl:call-template>
     <table>
       <thead>
-        <tr><th scope="col">URL</th><th scope="col">Last modified</th><th scope="col">Change frequency</th>
-          <th scope="col">Priority</th><th scope="col">Images</th><th scope="col">Languages</th></tr>
+        <tr><th scope="col"><xsl:value-of select="$col_url"/></th><th scope="col"><xsl:value-of select="$col_lastmod"/></th><th scope="col"><xsl:value-of select="$col_changefreq"/></th>
+          <th scope="col"><xsl:value-of select="$col_priority"/></th><th scope="col"><xsl:value-of select="$col_images"/></th><th scope="col"><xsl:value-of select="$col_languages"/></th></tr>
       </thead>
       <tbody>
         <xsl:for-each select="sm:url">
           <tr>
             <td class="url"><xsl:call-template name="loc"><xsl:with-param name="href" select="sm:loc"/></xsl:call-template></td>
-            <td data-label="Last modified"><xsl:value-of select="sm:lastmod"/></td>
-            <td data-label="Change frequency"><xsl:value-of select="sm:changefreq"/></td>
-            <td data-label="Priority"><xsl:value-of select="sm:priority"/></td>
-            <td data-label="Images"><xsl:value-of select="count(image:image)"/></td>
-            <td data-label="Languages"><xsl:for-each select="xhtml:link"><xsl:value-of select="@hreflang"/><xsl:text> </xsl:text></xsl:for-each></td>
+            <td data-label="{$col_lastmod}"><xsl:value-of select="sm:lastmod"/></td>
+            <td data-label="{$col_changefreq}"><xsl:value-of select="sm:changefreq"/></td>
+            <td data-label="{$col_priority}"><xsl:value-of select="sm:priority"/></td>
+            <td data-label="{$col_images}"><xsl:value-of select="count(image:image)"/></td>
+            <td data-label="{$col_languages}"><xsl:for-each select="xhtml:link"><xsl:value-of select="@hreflang"/><xsl:text> </xsl:text></xsl:for-each></td>
           </tr>
         </xsl:for-each>
       </tbody>

@@ -118,8 +118,8 @@ def preflight(task_id: str, site_id: int) -> None:
 
     def work(_progress) -> list[Line]:
         findings = notify.preflight.check(_detached_site(app, site_id), app.config)
-        return [said("OK: %(finding)s", finding=f.message) if f.ok
-                else said("Problem: %(finding)s", finding=f.message) for f in findings]
+        return [said("OK: %(finding)s", finding=f.said) if f.ok
+                else said("Problem: %(finding)s", finding=f.said) for f in findings]
 
     _recorded(task_id, work)
 
@@ -153,9 +153,7 @@ def import_urls_task(task_id: str, site_id: int, source_url: str | None = None,
                                        rewrite_origin, progress)
         records.drop_payload(app, task_id)
         progress.result["rejected"] = report.rejected  # the site's health shows it
-        return report.report_lines() + [
-            said("line %(line)s: %(reason)s", line=line, reason=str(reason))
-            for line, reason in report.rejections + report.notes]
+        return report.report_lines() + report.listed()
 
     _recorded(task_id, work)
 
@@ -174,7 +172,7 @@ def discover_task(task_id: str, site_id: int, max_pages: int, max_depth: int,
             "%(found)s found: %(new)s new, %(known)s known, %(excluded)s excluded",
             found=report.found, new=report.new, known=report.known, excluded=report.excluded)]
         if report.robots:
-            lines.append(verbatim(report.robots))
+            lines.append(report.robots)
         if report.cut():
             lines.append(verbatim(report.cut()))
         if report.stopped_by:
@@ -199,7 +197,8 @@ def verify_now(task_id: str, site_id: int) -> None:
                      "redirected, %(noindex)s noindex, %(canonical)s canonical elsewhere, "
                      "%(unreachable)s unreachable", checked=report.checked,
                      **{name: counts.get(name, 0) for name in (
-                         "ok", "broken", "redirected", "noindex", "canonical", "unreachable")})]
+                         "ok", "broken", "redirected", "noindex", "canonical", "unreachable")})
+                ] + ([report.note] if report.note else [])
 
     _recorded(task_id, work)
 

@@ -18,7 +18,7 @@ import io
 import re
 from collections.abc import Iterator, Sequence
 
-from webapp.errors import InvalidValue, rule_text
+from webapp.errors import InvalidValue, rule_text, said_of
 from webapp.protocol import (
     FIELD_RULES,
     LANG_URL_RULE,
@@ -61,10 +61,11 @@ def _rows(columns: tuple[str, ...], first_line: int, text: str) -> Iterator[Row]
 
 def validate_text(base_url: str, encoding: str, columns: tuple[str, ...],
                   chunk: tuple[int, str], rules: Rules = Rules()) -> tuple[
-                      list[tuple], list[tuple[int, str]], list[tuple[int, str]], list[str]]:
+                      list[tuple], list[tuple[int, list]], list[tuple[int, list]], list[str]]:
     """Parse and check a piece of the file: valid values (as below), (line, reason) of
     each row rejected, (line, note) of each row kept with a change (a fragment or tracking
-    parameters removed), and the rule of each row the site's `rules` exclude.
+    parameters removed), and the rule of each row the site's `rules` exclude. Reasons and
+    notes are webapp.said items (JSON): each reader hears them in their language.
 
     The values of a row are its fields in the order of `columns` (extension columns left out),
     followed, when the file has any extension column, by its images and its alternates
@@ -86,7 +87,9 @@ def validate_text(base_url: str, encoding: str, columns: tuple[str, ...],
     valid, rejected, noted, excluded = [], [], [], []
     for line, cells in _rows(columns, *chunk):
         if len(cells) != width:
-            rejected.append((line, f"has {len(cells)} fields; the header has {width}"))
+            rejected.append((line, [said_of(rule_text(
+                "has %(cells)s fields; the header has %(width)s", cells=len(cells),
+                width=width))]))
             continue
         try:
             values = [rule(cells[n]) for n, rule in fields]
@@ -99,9 +102,9 @@ def validate_text(base_url: str, encoding: str, columns: tuple[str, ...],
             excluded.append(exc.pattern)
             continue
         except InvalidValue as exc:
-            rejected.append((line, str(exc)))
+            rejected.append((line, exc.said_line()))
             continue
-        noted.extend((line, str(note)) for note in notes)
+        noted.extend((line, note.said_line()) for note in notes)
         valid.append(values)
     return valid, rejected, noted, excluded
 

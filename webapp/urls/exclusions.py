@@ -243,6 +243,6 @@ class Rules:
         if not removed:
             return stripped, None
         names = ", ".join(dict.fromkeys(removed))
-        return stripped, Note(field, url, f"the query parameters {names} were removed by the "
-                              "site's strip_params setting: tracking parameters make copies of "
-                              "one page")
+        return stripped, Note(field, url, rule_text(
+            "the query parameters %(names)s were removed by the site's strip_params setting: "
+            "tracking parameters make copies of one page", names=names))

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session, aliased
 
 from webapp.errors import InvalidValue
 from webapp.models import Site, Url, UrlAlternate
+from webapp.said import Line, said
 from webapp.urls.bulk import upsert_urls
 from webapp.urls.edit import scope_of
 
@@ -32,6 +33,13 @@ class Unreturned:
         named = " ".join(f"{alternate} does not list {page}." for page, alternate in self.pairs)
         more = self.count - len(self.pairs)
         return named + (f" And {more} more." if more else "")
+
+    def said_pairs(self) -> list[Line]:
+        """`describe` as webapp.said items, for a report read later in the reader's language."""
+        named: list[Line] = [said("%(alternate)s does not list %(page)s. ", alternate=alternate,
+                                  page=page) for page, alternate in self.pairs]
+        more = self.count - len(self.pairs)
+        return named + ([said("And %(more)s more.", more=more)] if more else [])
 
 
 def _unreturned_query(site: Site):

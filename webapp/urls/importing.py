@@ -51,10 +51,11 @@ class ImportReport:
     duplicates: int = 0
     change_seq: int = 0  # the site's change number this import's writes carry, once it has one
     last_id_before: int | None = None  # URL ids above it, in this site, are this import's
-    rejections: list[tuple[int, str]] = field(default_factory=list)
-    notes: list[tuple[int, str]] = field(default_factory=list)  # rows kept with a change
+    # (line, why), said items (webapp.said): each reader hears them in their language
+    rejections: list[tuple[int, Line]] = field(default_factory=list)
+    notes: list[tuple[int, Line]] = field(default_factory=list)  # rows kept with a change
     noted: int = 0
-    warnings: list[str] = field(default_factory=list)  # stored, but will not work as meant
+    warnings: list[Line] = field(default_factory=list)  # stored, but will not work as meant
     excluded: Counter[str] = field(default_factory=Counter)  # exclusion rule -> rows refused
     unchanged_locs: set[str] | None = None  # a set: write_batch adds the locs it left alone
 
@@ -72,14 +73,16 @@ class ImportReport:
             self.change_seq = next_change_seq(session, site_id)
         return self.change_seq
 
-    def reject(self, line: int, reason: str) -> None:
+    def reject(self, line: int, reason: Line | str) -> None:
         self.rejected += 1
+        reason = verbatim(reason) if isinstance(reason, str) else reason
         if len(self.rejections) < MAX_REPORTED:
             self.rejections.append((line, reason))
 
-    def note(self, line: int, text: str) -> None:
+    def note(self, line: int, text: Line | str) -> None:
         """A row stored with a change the person should hear of (a fragment removed)."""
         self.noted += 1
+        text = verbatim(text) if isinstance(text, str) else text
         if len(self.notes) < MAX_REPORTED:
             self.notes.append((line, text))
 
@@ -100,11 +103,23 @@ class ImportReport:
         excluded = [said("excluded by rule `%(rule)s`: %(count)s", rule=rule, count=count)
                     for rule, count in sorted(self.excluded.items(),
                                               key=lambda item: (-item[1], item[0]))]
-        return [first, *excluded, *(verbatim(warning) for warning in self.warnings)]
+        return [first, *excluded, *self.warnings]
 
     def summary(self) -> str:
         """What the import did, in English (the CLI's report)."""
         return english(self.report_lines())
+
+    def english_rejections(self) -> list[tuple[int, str]]:
+        """(line, reason in English) of each rejected row kept word for word (the CLI's)."""
+        return [(line, english([reason])) for line, reason in self.rejections]
+
+    def english_notes(self) -> list[tuple[int, str]]:
+        return [(line, english([note])) for line, note in self.notes]
+
+    def listed(self) -> list[Line]:
+        """Each noted and each rejected row, one line each (a task's report)."""
+        return [said("line %(line)s: %(reason)s", line=line, reason=reason)
+                for line, reason in self.rejections + self.notes]
 
 
 class ImportFormatError(ValueError):

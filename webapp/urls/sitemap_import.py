@@ -21,9 +21,9 @@ from urllib.parse import urlsplit
 
 from sqlalchemy.orm import Session
 
-from webapp.errors import InvalidValue, Note
+from webapp.errors import InvalidValue, Note, rule_text
 from webapp.models import Site
-from webapp.said import Line, said, verbatim
+from webapp.said import Line, said
 from webapp.protocol import (
     FIELD_RULES,
     check_text,
@@ -93,35 +93,38 @@ class Origins:
             return self.site + url[len(self.file):]
         return url
 
-    def messages(self) -> list[str]:
+    def messages(self) -> list[Line]:
         """One sentence for each origin the refused locs were on (the three commonest)."""
-        out = []
+        out: list[Line] = []
         for other, count in self.elsewhere.most_common(3):
             line = self.first_line[other]
             if self.rewrite:
-                out.append(f"{count} URLs (the first on line {line}) are on {other}, neither "
-                           f"the site's origin {self.site} nor the file's {self.file} that was "
-                           "rewritten; they were not imported.")
+                out.append(said("%(count)s URLs (the first on line %(line)s) are on %(other)s, "
+                                "neither the site's origin %(site)s nor the file's %(file)s "
+                                "that was rewritten; they were not imported.", count=count,
+                                line=line, other=other, site=self.site, file=self.file))
             else:
-                out.append(f"{count} URLs (the first on line {line}) are on {other} but the "
-                           f"site is on {self.site}: {_difference(other, self.site)}. They were "
-                           f"not imported. To import them on {self.site}, import the file again "
-                           "with the origin rewritten (the --rewrite-origin option, or the "
-                           "import form's checkbox).")
+                out.append(said("%(count)s URLs (the first on line %(line)s) are on %(other)s "
+                                "but the site is on %(site)s: %(difference)s. They were not "
+                                "imported. To import them on %(site)s, import the file again "
+                                "with the origin rewritten (the --rewrite-origin option, or the "
+                                "import form's checkbox).", count=count, line=line, other=other,
+                                site=self.site, difference=_difference(other, self.site)))
         if len(self.elsewhere) > 3:
-            out.append(f"URLs on {len(self.elsewhere) - 3} more origins were not imported.")
+            out.append(said("URLs on %(count)s more origins were not imported.",
+                            count=len(self.elsewhere) - 3))
         return out
 
 
-def _difference(one: str, other: str) -> str:
+def _difference(one: str, other: str) -> Line:
     a, b = urlsplit(one), urlsplit(other)
     if a.scheme != b.scheme and a.hostname == b.hostname:
-        return "the scheme differs"
+        return said("the scheme differs")
     if a.scheme != b.scheme:
-        return "the scheme and the host differ"
+        return said("the scheme and the host differ")
     if a.hostname != b.hostname:
-        return "the host differs"
-    return "the port differs"
+        return said("the host differs")
+    return said("the port differs")
 
 
 @dataclass
@@ -134,7 +137,7 @@ class SitemapReport(ImportReport):
         lines += [said("%(name)s elements not kept (this app cannot publish them): %(count)s",
                        name=name, count=count) for name, count in sorted(self.not_kept.items())]
         if self.origins is not None:
-            lines += [verbatim(message) for message in self.origins.messages()]
+            lines += self.origins.messages()
         return lines
 
 
@@ -142,20 +145,21 @@ def check_entry(site: Site, entry: Entry, origins: Origins) -> SitemapUrl:
     """An entry's values by the protocol's rules and the site's, or InvalidValue (OtherOrigin
     for a loc on another origin)."""
     if not entry.fields.get("loc"):
-        raise InvalidValue("loc", "", "is missing: every <url> needs a <loc>")
+        raise InvalidValue("loc", "", rule_text("is missing: every <url> needs a <loc>"))
     notes: list[Note] = []
     loc = origins.place_loc(entry.fields["loc"], entry.line, notes)
     fields = {name: entry.fields.get(name, "") for name in FIELD_RULES}
     for image_loc, _, _ in entry.images:
         if not image_loc:
-            raise InvalidValue("image", "", "an <image:image> needs an <image:loc>")
+            raise InvalidValue("image", "", rule_text("an <image:image> needs an <image:loc>"))
     images = [origins.place(image_loc, "image", notes) for image_loc, _, _ in entry.images]
     alternates: dict[str, str] = {}
     for hreflang, href in entry.alternates:
         lang, href = normalize_hreflang(hreflang), origins.place(href, "alternate", notes)
         if alternates.setdefault(lang, href) != href:
-            raise InvalidValue("hreflang", lang, f"names two pages: {alternates[lang]} and "
-                               f"{href}; a language has one page")
+            raise InvalidValue("hreflang", lang, rule_text(
+                "names two pages: %(one)s and %(other)s; a language has one page",
+                one=alternates[lang], other=href))
     checked = check_url(site, loc, fields, images, alternates)
     texts = [(check_text("image:title", title) or None, check_text("image:caption", caption)
               or None) for _, title, caption in entry.images]
@@ -185,11 +189,12 @@ def import_sitemap(session: Session, site: Site, entries: SitemapEntries,
             report.excluded[exc.pattern] += 1
             continue
         except InvalidValue as exc:
-            where = "" if entry.file == entries.name else f" (in {entry.file})"
-            report.reject(entry.line, f"{exc}{where}")
+            where = [] if entry.file == entries.name else [said(" (in %(file)s)",
+                                                                 file=entry.file)]
+            report.reject(entry.line, exc.said_line() + where)
             continue
         for note in url.notes:
-            report.note(entry.line, str(note))
+            report.note(entry.line, note.said_line())
         if url.loc in batch:
             report.duplicates += 1
         batch[url.loc] = url

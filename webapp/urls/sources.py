@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 from webapp.errors import InvalidValue, rule_text
 from webapp.models import Site
 from webapp.outbound import OutboundError, Policy, fetch
+from webapp.said import said
 from webapp.urls.encodings import open_text
 from webapp.urls.hreflang import unreturned
 from webapp.urls.importing import ImportFormatError, ImportReport, import_urls
@@ -118,10 +119,11 @@ def import_opened(session: Session, site: Site, opened: TextIO | SitemapEntries,
         report = import_urls(session, site, opened, progress=progress)
     missing = unreturned(session, site)
     if missing.count:
-        report.warnings.append(
-            f"{missing.count} hreflang alternates of the site do not list their page back, "
-            f"and search engines ignore them: {missing.describe()} Completing the clusters "
-            "(the button on the site's page, or the command flask --app webapp urls "
-            f"complete-hreflang {site.slug}) adds the missing links wherever every page of a "
-            "cluster is a URL of the site.")
+        report.warnings.append([
+            said("%(count)s hreflang alternates of the site do not list their page back, and "
+                 "search engines ignore them: ", count=missing.count),
+            *missing.said_pairs(),
+            said(" Completing the clusters (the button on the site's page, or the command "
+                 "flask --app webapp urls complete-hreflang %(slug)s) adds the missing links "
+                 "wherever every page of a cluster is a URL of the site.", slug=site.slug)])
     return report

@@ -15,7 +15,8 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 from urllib.robotparser import RobotFileParser
 
-from webapp.outbound import Crawler, OutboundError
+from webapp.outbound import Crawler, OutboundError, plain_reason
+from webapp.said import Line, said
 
 SERVER_ERROR = 429  # "Too Many Requests" counts as a server error, as 5xx do
 
@@ -24,7 +25,7 @@ class Robots:
     """Whether the verifier may fetch a URL of the site; `unreachable` says why no URL of
     the host can be fetched at all (its robots.txt got no answer), else None."""
 
-    def __init__(self, parser: RobotFileParser, agent: str, note: str | None = None,
+    def __init__(self, parser: RobotFileParser, agent: str, note: Line | None = None,
                  unreachable: str | None = None):
         self.parser, self.agent, self.note = parser, agent, note
         self.unreachable = unreachable
@@ -46,13 +47,16 @@ def robots_for(crawler: Crawler, base_url: str, agent: str) -> Robots:
     try:
         page = crawler.request("GET", address)
     except OutboundError as exc:
-        reason = f"{address} did not answer ({exc.meaning})"
+        reason = plain_reason(exc)
         return Robots(_rules(["User-agent: *", "Disallow: /"]), agent,
-                      f"{reason}: every URL counts as unreachable", unreachable=reason)
+                      said("%(url)s did not answer (%(reason)s): every URL counts as unreachable",
+                           url=address, reason=reason),
+                      unreachable=exc.meaning)
     if page.status >= 500 or page.status == SERVER_ERROR:
         return Robots(_rules(["User-agent: *", "Disallow: /"]), agent,
-                      f"{address} answered {page.status}: nothing was fetched (a server "
-                      "error disallows everything until robots.txt answers again)")
+                      said("%(url)s answered %(status)s: nothing was fetched (a server error "
+                           "disallows everything until robots.txt answers again)",
+                           url=address, status=page.status))
     if not 200 <= page.status < 300:
         return Robots(_rules([]), agent)
     return Robots(_rules(page.body.decode("utf-8", "replace").splitlines()), agent)

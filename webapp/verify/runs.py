@@ -27,6 +27,7 @@ from webapp.db import new_session
 from webapp.errors import NotFound
 from webapp.models import Site, Url, UrlCheck, VerifyRun, utcnow
 from webapp.outbound import Crawler, Policy
+from webapp.said import Line
 from webapp.scheduler import next_run
 from webapp.urls import next_change_seq
 from webapp.verify.check import OUTCOMES, Scope, Seen, check
@@ -50,7 +51,7 @@ class Summary:
 
     run_id: int
     counts: dict[str, int]
-    note: str | None = None
+    note: Line | None = None  # webapp.said
 
     @property
     def checked(self) -> int:

@@ -123,3 +123,11 @@ def readable_url(url: str | None, encoding: str = "utf-8") -> str:
 def init_app(app: Flask) -> None:
     """Templates write `{{ url.loc|readable_url(site.encoding) }}` wherever a person reads it."""
     app.add_template_filter(readable_url, "readable_url")
+    app.add_template_filter(changefreq_label, "changefreq_label")
+
+
+def changefreq_label(value: str | None) -> str:
+    """A changefreq as a person reads it (`never（更新しない）`), or – for none."""
+    from webapp.setting_fields import CHANGEFREQ_LABELS
+
+    return str(CHANGEFREQ_LABELS.get(value, value)) if value else "–"

@@ -15,6 +15,7 @@ from webapp.sitemaps import MissingBody, diff, get_store
 from webapp.views.auth import require
 from webapp.views.dashboard import bp, load_site
 from webapp.views.dashboard.labels import status_name
+from webapp.views.dashboard.run_numbers import site_numbers
 
 PAGE = 50
 MAX_PAGE = 1_000_000
@@ -46,9 +47,11 @@ def generations(slug):
                                  .order_by(Generation.id.desc()).limit(100)).all()
     store = get_store(current_app)
     kept = store.kept_generations(site.storage_key)
+    numbers = site_numbers(get_session(), site.id,
+                           [run.id for run in runs] + [run.rollback_of for run in runs])
     return render_template("dashboard/generations.html", site=site, runs=runs, kept=kept,
                            published=store.current_generation(site.storage_key),
-                           triggers=triggers())
+                           triggers=triggers(), numbers=numbers)
 
 
 @bp.get("/sites/<slug>/generations/<id:generation_id>")
@@ -70,7 +73,9 @@ def generation(slug, generation_id):
     except MissingBody:  # pruned while the page was being made: as if no longer kept
         changes = None
     return render_template("dashboard/generation.html", site=site, run=run, previous=previous,
-                           changes=changes, kept=new is not None, triggers=triggers())
+                           changes=changes, kept=new is not None, triggers=triggers(),
+                           numbers=site_numbers(session, site.id,
+                                                [run.id, run.rollback_of, previous]))
 
 
 @bp.post("/sites/<slug>/generations/<id:generation_id>/rollback")
@@ -82,8 +87,10 @@ def generation_rollback(slug, generation_id):
     except (NotFound, SiteBusy) as exc:
         flash(str(exc))
     else:
+        numbers = site_numbers(get_session(), site.id, [generation_id, result.id])
         flash(_("Generation %(old)s's files are published again as generation %(new)s "
-                "(%(status)s).", old=generation_id, new=result.id, status=status_name(result.status)))
+                "(%(status)s).", old=numbers.get(generation_id, generation_id),
+                new=numbers.get(result.id, result.id), status=status_name(result.status)))
     return redirect(url_for("dashboard.generations", slug=slug))
 
 

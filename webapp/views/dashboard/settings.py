@@ -8,7 +8,8 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from babel.dates import format_datetime
-from flask import current_app, flash, jsonify, redirect, render_template, request, url_for
+from flask import (current_app, flash, get_flashed_messages, jsonify, redirect,
+                   render_template, request, url_for)
 from flask_babel import get_locale
 from flask_babel import gettext as _
 from flask_login import current_user
@@ -61,7 +62,8 @@ def _page(site: Site, values: dict, errors: dict[str, str], picker: dict[str, st
 def site_settings_page(slug):
     site = load_site(slug)
     if request.method == "GET":
-        return _page(site, setting_fields.shown(site), {}, schedule_picker.state(site.schedule))
+        return _page(site, setting_fields.shown(site), {}, schedule_picker.state(site.schedule),
+                     key_check=_flashed_key_check(site))
     demand("editor")  # viewers may look, not change
     session = get_session()
     errors: list[InvalidValue] = []
@@ -186,11 +188,25 @@ def gsc_key_test(slug):
 @bp.post("/sites/<slug>/indexnow/verify")
 @require("editor")
 def indexnow_verify(slug):
-    """Fetch the key file as an engine would and say what is wrong, on the page."""
+    """Fetch the key file as an engine would and say what is wrong, on the settings page it
+    redirects to (so that reloading it does not post again)."""
     site = load_site(slug)
     check = notify.indexnow.verify_key_file(site, current_app.config)
-    return _page(site, setting_fields.shown(site), {}, schedule_picker.state(site.schedule),
-                 key_check=check)
+    flash(check.message, KEY_CHECK + check.outcome)
+    return redirect(url_for("dashboard.site_settings_page", slug=slug, _anchor="indexnow-key"))
+
+
+KEY_CHECK = "key-check:"  # the category of the flashed result of "Verify key file"
+
+
+def _flashed_key_check(site: Site) -> notify.indexnow.KeyFileCheck | None:
+    """The result "Verify key file" left for this page, shown in its panel (not in the
+    page's list of messages, which shows the default category only)."""
+    for category, message in get_flashed_messages(with_categories=True):
+        if category.startswith(KEY_CHECK):
+            return notify.indexnow.KeyFileCheck(category.removeprefix(KEY_CHECK),
+                                                notify.indexnow.key_location(site), message)
+    return None
 
 
 @bp.post("/sites/<slug>/rotate-key")

@@ -11,14 +11,16 @@ from sqlalchemy import func, select
 
 from webapp import notify, setting_fields, site_list, tasks
 from webapp.db import get_session
-from webapp.errors import InvalidValue, each_error
+from webapp.errors import InvalidValue, each_error, in_english
 from webapp.models import Delivery, Generation, Site, utcnow
 from webapp.protocol import check_site_scope
+from webapp.said import render
 from webapp.sitemaps import get_store
 from webapp.sites import create_site, delete_site
 from webapp.urls import health
 from webapp.views.auth import require
 from webapp.views.dashboard import bp, charts, load_site
+from webapp.views.dashboard.run_numbers import site_numbers
 
 PAGE = 50
 MAX_PAGE = 1_000_000
@@ -107,14 +109,24 @@ def _warnings(session, site: Site, live: int) -> list[health.Warning]:
         found.append(health.Warning(
             ngettext("The last import rejected %(num)d row", "The last import rejected %(num)d "
                      "rows", rejected),
-            last_import["message"].split("\n", 1)[-1][:2000],
+            _after_first_line(last_import)[:2000],
             kind="import-rejected", fingerprint=health.fingerprint(last_import["id"])))
     return found + _blocked_engines(site)
 
 
+def _after_first_line(task: dict) -> str:
+    """A task's report without its first line (the counts), in the reader's language."""
+    if task["said"]:
+        return "\n".join(render(line) for line in task["said"][1:])
+    return task["message"].split("\n", 1)[-1]
+
+
 def _url_chart(runs: list[Generation], live: int) -> dict | None:
     """URLs over time: what each generation published (oldest first), then the live URLs now."""
-    published = [(run.started_at, run.url_count, _("Published by generation #%(id)s", id=run.id),
+    numbers = site_numbers(get_session(), runs[0].site_id, [run.id for run in runs]) \
+        if runs else {}
+    published = [(run.started_at, run.url_count,
+                  _("Published by generation #%(id)s", id=numbers.get(run.id, run.id)),
                   "published") for run in reversed(runs) if run.status in ("succeeded", "unchanged")]
     return charts.line_chart(published + [(utcnow(), live, _("Live URLs now"), "live")])
 
@@ -124,7 +136,7 @@ def _blocked_engines(site: Site) -> list[health.Warning]:
     return [health.Warning(_("%(engine)s is set up but sends nothing",
                              engine=notify.ENGINES[name].NAME),
                            _("Not sent: %(reason)s.", reason=reason),
-                           kind=f"engine-{name}", fingerprint=health.fingerprint(reason))
+                           kind=f"engine-{name}", fingerprint=health.fingerprint(in_english(reason)))
             for name, reason in notify.blocked(site, current_app.config).items()]
 
 

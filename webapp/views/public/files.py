@@ -24,6 +24,7 @@ from webapp.sitemaps import (
     replace_file,
 )
 from webapp.views.display import readable_url
+from webapp.views.public import view_words
 from webapp.views.public.routes import (
     SiteRoute,
     SiteRoutes,
@@ -96,17 +97,19 @@ VIEW_VERSION = hashlib.sha256(STYLESHEET.read_bytes()).hexdigest()[:12]
 _transform_lock = threading.Lock()  # an XSLT object must not run in two threads at once
 
 
-def render_html(path, folder: str = "", view: str = "") -> bytes:
+def render_html(path, folder: str = "", view: str = "", language: str = "en") -> bytes:
     """The sitemap file at `path` through the sitemap stylesheet: the table a browser shows.
 
     With `folder` (where the site's sitemap files are published) and `view` (where their
-    views are), links from an index lead to the views of its files.
+    views are), links from an index lead to the views of its files; its words in `language`.
     """
     document = etree.parse(str(path), etree.XMLParser(resolve_entities=False, no_network=True,
                                                       huge_tree=True))
     with _transform_lock:
         return bytes(_TRANSFORM(document, folder=etree.XSLT.strparam(folder),
-                                view=etree.XSLT.strparam(view)))
+                                view=etree.XSLT.strparam(view),
+                                **{name: etree.XSLT.strparam(text)
+                                   for name, text in view_words.words(language).items()}))
 
 
 def _text(status: str, body: str) -> Answer:
@@ -243,14 +246,16 @@ class PublicFiles:
         if file is None or file.kind not in ("urlset", "index"):
             return _text("404 Not Found", f"Site {route.slug!r} publishes no sitemap {name!r}.\n")
         folder, links = route.sitemap_url_folder, f"/sitemaps/{route.slug}/view/"
-        page = self.store.view_path(file, f"{VIEW_VERSION}\n{folder}\n{links}")
+        language = view_words.language_of(environ)
+        page = self.store.view_path(file, f"{VIEW_VERSION}\n{folder}\n{links}\n{language}")
         headers = [("Content-Type", "text/html; charset=utf-8"), *COMMON,
-                   ("Content-Security-Policy", VIEW_POLICY)]
+                   ("Content-Security-Policy", VIEW_POLICY), ("Content-Language", language),
+                   ("Vary", "Accept-Language")]
         try:
             if not page.exists():  # rendered once per body and site, then sent like any file
                 with self._render_lock:
                     if not page.exists():
-                        html = render_html(self.store.local(file), folder, links)
+                        html = render_html(self.store.local(file), folder, links, language)
                         try:
                             replace_file(page, html)
                         except PermissionError:  # a read-only cache: serve it, keep nothing
