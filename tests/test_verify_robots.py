@@ -13,6 +13,7 @@ from werkzeug import Response
 from tests.builders import make_site
 from tests.test_verify import checks
 from webapp.models import Url
+from webapp.said import english
 from webapp.verify import verify_site
 from webapp.verify.health import health
 
@@ -65,7 +66,8 @@ def test_a_server_error_for_robots_txt_disallows_everything_and_keeps_what_was_s
         Response("User-agent: *\nAllow: /\n", status=status, content_type="text/plain"))
     summary = verify_site(app, site.id)
     assert summary.counts == {"blocked": 1}
-    assert f"answered {status}" in summary.note and "server error" in summary.note
+    note = english([summary.note])
+    assert f"answered {status}" in note and "server error" in note
     assert [request.path for request, _ in engine.log] == ["/robots.txt"]
     after = checks(session, site)["a"]
     assert (after.outcome, after.status, after.fingerprint, after.etag) == (

@@ -51,7 +51,7 @@ def robots_for(crawler: Crawler, base_url: str, agent: str) -> Robots:
         return Robots(_rules(["User-agent: *", "Disallow: /"]), agent,
                       said("%(url)s did not answer (%(reason)s): every URL counts as unreachable",
                            url=address, reason=reason),
-                      unreachable=exc.meaning)
+                      unreachable=f"{address} did not answer ({exc.meaning})")
     if page.status >= 500 or page.status == SERVER_ERROR:
         return Robots(_rules(["User-agent: *", "Disallow: /"]), agent,
                       said("%(url)s answered %(status)s: nothing was fetched (a server error "
