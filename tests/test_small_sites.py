@@ -347,9 +347,14 @@ def _records(app, session, site, twin) -> dict:
 
 def test_a_batch_records_and_announces_what_runs_of_their_own_do(app, session):
     """Twin sites (the same URLs on two hosts): one generated in batches with other sites,
-    the other by runs of its own, at the same moments, then their announcements planned. Every
-    record, file and planned announcement matches, over a first run and one after changes."""
-    settings = {"indexnow_enabled": True, "indexnow_key": "twinkey-0123456789"}
+    the other by runs of its own, at the same moments, then their announcements planned
+    (together for the batch, notify.announce_many; on its own for the other). Every record,
+    file and planned announcement matches, over a first run and one after changes: IndexNow's
+    URLs, a ping per address, and Search Console's "not sent" (a property but no key)."""
+    settings = {"indexnow_enabled": True, "indexnow_key": "twinkey-0123456789",
+                "ping_urls": "https://ping.example.com/a?s={sitemap}\n"
+                             "https://ping.example.net/b?s={sitemap}",
+                "gsc_property": "sc-domain:twin.example.com"}
     batched = rich_site(session, "TwinA", **settings)
     alone = rich_site(session, "TwinB", **settings)
     # The same sitemap address too, as it shapes the files (their layout's digest); set
@@ -359,8 +364,9 @@ def test_a_batch_records_and_announces_what_runs_of_their_own_do(app, session):
     session.commit()
     others = [rich_site(session, f"Other{n}", stylesheet=bool(n)) for n in range(2)]
     moment = utcnow().replace(microsecond=0)
-    for step in range(2):
-        if step:  # a URL added, one changed, one deleted, on both twins
+    # A first run, one after changes, and one after none (whose planning plans nothing).
+    for step, status in enumerate(("succeeded", "succeeded", "unchanged")):
+        if step == 1:  # a URL added, one changed, one deleted, on both twins
             for site in (batched, alone):
                 save_url(session, site, f"{site.base_url}added")
                 save_url(session, site, f"{site.base_url}page/4", {"lastmod": "2026-04-02"})
@@ -371,10 +377,14 @@ def test_a_batch_records_and_announces_what_runs_of_their_own_do(app, session):
         due_now(session, batched, alone, *others)
         outcome = jobs.regenerate_many_if_due([batched.id, *(s.id for s in others)], app,
                                               moment)
-        assert outcome[batched.id] == "succeeded"
-        assert jobs.regenerate(alone.id, app, now=moment).status == "succeeded"
+        assert outcome[batched.id] == status
+        assert jobs.regenerate(alone.id, app, now=moment).status == status
         notify.announce(alone.id, app)
     mine, theirs = _records(app, session, batched, alone), _records(app, session, alone, alone)
-    assert [status for status, *_ in mine["generations"]] == ["succeeded", "succeeded"]
-    assert mine["ledger"] and {engine for _, engine, *_ in mine["ledger"]} >= {"indexnow"}
+    assert [status for status, *_ in mine["generations"]] == ["succeeded", "succeeded",
+                                                              "unchanged"]
+    # (The first run's URLs, written directly, are in no change: IndexNow hears of the second.)
+    assert {(run, engine, status) for run, engine, _, _, _, status, *_ in mine["ledger"]} == {
+        (0, "ping", "pending"), (0, "gsc", "failed"), (1, "indexnow", "pending"),
+        (1, "ping", "pending"), (1, "gsc", "failed")}
     assert mine == theirs
