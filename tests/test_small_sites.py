@@ -148,6 +148,52 @@ def test_a_batch_takes_its_small_sites_in_a_few_statements_whatever_their_number
     assert many < 40
 
 
+def test_a_batch_is_generated_and_announced_in_as_many_statements_for_5_sites_as_for_50(app):
+    """Generation and announcement planning together (regenerate_many_if_due), with every
+    engine having something to plan for every site: a first run (the engines' cursors
+    written) and one after changes (the cursors moved) issue as many statements for a batch of
+    5 sites as for one of 50."""
+    set_up = {"indexnow_enabled": True, "ping_urls": "https://ping.example.com/?s={sitemap}",
+              "gsc_property": "sc-domain:example.com"}  # no key: a "not sent" record
+    engine = app.extensions["db_engine"]
+
+    def statements(count: int) -> list[int]:
+        with new_session(app) as session:
+            sites = [make_site(session, f"P{count}-{n}", f"https://p{count}-{n}.example.com/",
+                               **set_up) for n in range(count)]
+            for site in sites:
+                make_urls(session, site, 3)
+            ids = [site.id for site in sites]
+        seen: list[list[str]] = []
+
+        def count_it(_conn, _cursor, statement, *_args):
+            seen[-1].append(statement)
+
+        for step in range(2):
+            with new_session(app) as session:
+                for site in session.scalars(select(Site).where(Site.id.in_(ids))):
+                    save_url(session, site, f"{site.base_url}step/{step}")
+                session.commit()
+                due_now(session, *session.scalars(select(Site).where(Site.id.in_(ids))))
+            seen.append([])
+            event.listen(engine, "before_cursor_execute", count_it)
+            try:
+                outcome = jobs.regenerate_many_if_due(ids, app)
+            finally:
+                event.remove(engine, "before_cursor_execute", count_it)
+            assert set(outcome.values()) == {"succeeded"}
+        with new_session(app) as session:
+            planned = session.execute(select(Delivery.engine, func.count()).where(
+                Delivery.site_id.in_(ids)).group_by(Delivery.engine)).all()
+        assert sorted(planned) == [("gsc", 2 * count), ("indexnow", 2 * count),
+                                   ("ping", 2 * count)]
+        return [len(run) for run in seen]
+
+    few, many = statements(5), statements(50)
+    assert many == few, (few, many)
+    assert max(many) < 40, many
+
+
 def test_sites_the_batch_cannot_take_are_run_on_their_own(app, session):
     small = make_site(session, "Small", "https://small.example.com/")
     make_urls(session, small, 4)
