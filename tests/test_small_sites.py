@@ -148,6 +148,52 @@ def test_a_batch_takes_its_small_sites_in_a_few_statements_whatever_their_number
     assert many < 40
 
 
+def test_a_batch_is_generated_and_announced_in_as_many_statements_for_5_sites_as_for_50(app):
+    """Generation and announcement planning together (regenerate_many_if_due), with every
+    engine having something to plan for every site: a first run (the engines' cursors
+    written) and one after changes (the cursors moved) issue as many statements for a batch of
+    5 sites as for one of 50."""
+    set_up = {"indexnow_enabled": True, "ping_urls": "https://ping.example.com/?s={sitemap}",
+              "gsc_property": "sc-domain:example.com"}  # no key: a "not sent" record
+    engine = app.extensions["db_engine"]
+
+    def statements(count: int) -> list[int]:
+        with new_session(app) as session:
+            sites = [make_site(session, f"P{count}-{n}", f"https://p{count}-{n}.example.com/",
+                               **set_up) for n in range(count)]
+            for site in sites:
+                make_urls(session, site, 3)
+            ids = [site.id for site in sites]
+        seen: list[list[str]] = []
+
+        def count_it(_conn, _cursor, statement, *_args):
+            seen[-1].append(statement)
+
+        for step in range(2):
+            with new_session(app) as session:
+                for site in session.scalars(select(Site).where(Site.id.in_(ids))):
+                    save_url(session, site, f"{site.base_url}step/{step}")
+                session.commit()
+                due_now(session, *session.scalars(select(Site).where(Site.id.in_(ids))))
+            seen.append([])
+            event.listen(engine, "before_cursor_execute", count_it)
+            try:
+                outcome = jobs.regenerate_many_if_due(ids, app)
+            finally:
+                event.remove(engine, "before_cursor_execute", count_it)
+            assert set(outcome.values()) == {"succeeded"}
+        with new_session(app) as session:
+            planned = session.execute(select(Delivery.engine, func.count()).where(
+                Delivery.site_id.in_(ids)).group_by(Delivery.engine)).all()
+        assert sorted(planned) == [("gsc", 2 * count), ("indexnow", 2 * count),
+                                   ("ping", 2 * count)]
+        return [len(run) for run in seen]
+
+    few, many = statements(5), statements(50)
+    assert many == few, (few, many)
+    assert max(many) < 40, many
+
+
 def test_sites_the_batch_cannot_take_are_run_on_their_own(app, session):
     small = make_site(session, "Small", "https://small.example.com/")
     make_urls(session, small, 4)
@@ -347,9 +393,14 @@ def _records(app, session, site, twin) -> dict:
 
 def test_a_batch_records_and_announces_what_runs_of_their_own_do(app, session):
     """Twin sites (the same URLs on two hosts): one generated in batches with other sites,
-    the other by runs of its own, at the same moments, then their announcements planned. Every
-    record, file and planned announcement matches, over a first run and one after changes."""
-    settings = {"indexnow_enabled": True, "indexnow_key": "twinkey-0123456789"}
+    the other by runs of its own, at the same moments, then their announcements planned
+    (together for the batch, notify.announce_many; on its own for the other). Every record,
+    file and planned announcement matches, over a first run and one after changes: IndexNow's
+    URLs, a ping per address, and Search Console's "not sent" (a property but no key)."""
+    settings = {"indexnow_enabled": True, "indexnow_key": "twinkey-0123456789",
+                "ping_urls": "https://ping.example.com/a?s={sitemap}\n"
+                             "https://ping.example.net/b?s={sitemap}",
+                "gsc_property": "sc-domain:twin.example.com"}
     batched = rich_site(session, "TwinA", **settings)
     alone = rich_site(session, "TwinB", **settings)
     # The same sitemap address too, as it shapes the files (their layout's digest); set
@@ -359,8 +410,9 @@ def test_a_batch_records_and_announces_what_runs_of_their_own_do(app, session):
     session.commit()
     others = [rich_site(session, f"Other{n}", stylesheet=bool(n)) for n in range(2)]
     moment = utcnow().replace(microsecond=0)
-    for step in range(2):
-        if step:  # a URL added, one changed, one deleted, on both twins
+    # A first run, one after changes, and one after none (whose planning plans nothing).
+    for step, status in enumerate(("succeeded", "succeeded", "unchanged")):
+        if step == 1:  # a URL added, one changed, one deleted, on both twins
             for site in (batched, alone):
                 save_url(session, site, f"{site.base_url}added")
                 save_url(session, site, f"{site.base_url}page/4", {"lastmod": "2026-04-02"})
@@ -371,10 +423,14 @@ def test_a_batch_records_and_announces_what_runs_of_their_own_do(app, session):
         due_now(session, batched, alone, *others)
         outcome = jobs.regenerate_many_if_due([batched.id, *(s.id for s in others)], app,
                                               moment)
-        assert outcome[batched.id] == "succeeded"
-        assert jobs.regenerate(alone.id, app, now=moment).status == "succeeded"
+        assert outcome[batched.id] == status
+        assert jobs.regenerate(alone.id, app, now=moment).status == status
         notify.announce(alone.id, app)
     mine, theirs = _records(app, session, batched, alone), _records(app, session, alone, alone)
-    assert [status for status, *_ in mine["generations"]] == ["succeeded", "succeeded"]
-    assert mine["ledger"] and {engine for _, engine, *_ in mine["ledger"]} >= {"indexnow"}
+    assert [status for status, *_ in mine["generations"]] == ["succeeded", "succeeded",
+                                                              "unchanged"]
+    # (The first run's URLs, written directly, are in no change: IndexNow hears of the second.)
+    assert {(run, engine, status) for run, engine, _, _, _, status, *_ in mine["ledger"]} == {
+        (0, "ping", "pending"), (0, "gsc", "failed"), (1, "indexnow", "pending"),
+        (1, "ping", "pending"), (1, "gsc", "failed")}
     assert mine == theirs

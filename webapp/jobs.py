@@ -347,12 +347,17 @@ def _generate_if_due(site_id: int, app: Flask, now: datetime) -> Generation | No
 def regenerate_many_if_due(site_ids: list[int], app: Flask | None = None,
                            now: datetime | None = None) -> dict[int, str | None]:
     """`regenerate_if_due` for a batch of sites (generate_many_if_due), then the planning of
-    their announcements."""
+    their announcements, together (notify.announce_many)."""
     app = app or current_app._get_current_object()
     outcome = generate_many_if_due(site_ids, app, now)
-    for site_id, status in outcome.items():
-        if status in ("succeeded", "unchanged"):
-            _announce(app, site_id)
+    done = [site_id for site_id, status in outcome.items() if status in ("succeeded", "unchanged")]
+    if done:
+        try:
+            notify.announce_many(done, app)
+        except Exception:  # each on its own, so that one site's trouble stays its own
+            log.exception("announcements of %d sites could not be planned together", len(done))
+            for site_id in done:
+                _announce(app, site_id)
     return outcome
 
 

@@ -41,12 +41,12 @@ def among(session: Session, column: ColumnElement, values: Collection) -> Column
     return column.in_(values)
 
 
-def _arrays(columns: dict[str, object], rows: Sequence[dict]):
-    """A FROM clause of `rows` as arrays: unnest(...) AS anon(name, ...), a column per key of
-    `columns` (name: the SQL type of its values)."""
-    arrays = [bindparam(None, [row[name] for row in rows], type_=ARRAY(type_))
+def arrays(columns: dict[str, object], rows: Sequence[dict]):
+    """A FROM clause of `rows` as arrays (PostgreSQL): unnest(...) AS anon(name, ...), a column
+    per key of `columns` (name: the SQL type of its values), to join with."""
+    values = [bindparam(None, [row[name] for row in rows], type_=ARRAY(type_))
               for name, type_ in columns.items()]
-    return func.unnest(*arrays).table_valued(*columns).render_derived()
+    return func.unnest(*values).table_valued(*columns).render_derived()
 
 
 def insert_rows(session: Session, table: Table, rows: Sequence[dict],
@@ -57,7 +57,7 @@ def insert_rows(session: Session, table: Table, rows: Sequence[dict],
     if not on_postgresql(session):
         return session.connection().execute(statement, list(rows))
     names = list(rows[0])
-    source = _arrays({name: table.c[name].type for name in names}, rows)
+    source = arrays({name: table.c[name].type for name in names}, rows)
     return session.connection().execute(statement.from_select(names, select(*source.c)))
 
 
@@ -74,7 +74,7 @@ def update_rows(session: Session, statement: Update, rows: Sequence[dict]) -> Cu
             types[element.key] = element.type
 
     visitors.traverse(statement, {}, {"bindparam": collect})
-    source = _arrays(types, rows)
+    source = arrays(types, rows)
 
     def to_column(element):
         if isinstance(element, BindParameter) and element.key in types:

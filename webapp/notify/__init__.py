@@ -2,7 +2,7 @@
 
 One module per engine (`indexnow`, `gsc`, `ping`), each with its settings' rules and its
 `deliver`; the ledger of every announcement (`ledger`); the loop that plans and sends
-(`delivery`); what each engine has heard of a site (`summary`); and the pre-flight check of
+(`delivery`), for a batch of sites at once (`plan_many`); what each engine has heard of a site (`summary`); and the pre-flight check of
 what engines will fetch (`preflight`). Others use the names below.
 """
 
@@ -22,6 +22,7 @@ from webapp.notify.delivery import (
     notify_site,
 )
 from webapp.notify.ledger import due, retry
+from webapp.notify.plan_many import announce_many
 
 # The rules of the site settings that belong to an engine, by setting name.
 SETTINGS = {**indexnow.SETTINGS, **gsc.SETTINGS, **ping.SETTINGS}
@@ -36,6 +37,6 @@ def apply_settings(session: Session, site: Site, values: Mapping[str, object], b
             engine.apply_settings(session, site, values, base_url, sitemap_url)
 
 
-__all__ = ["ENGINES", "SETTINGS", "announce", "announce_locs", "apply_settings", "blocked",
+__all__ = ["ENGINES", "SETTINGS", "announce", "announce_locs", "announce_many", "apply_settings", "blocked",
            "deliver", "delivery_lease", "due", "gsc_account", "indexnow", "notify_site",
            "preflight", "retry", "summary"]

@@ -106,13 +106,13 @@ def plan_locs(session: Session, site: Site, engines: Mapping[str, ModuleType],
     locs = list(locs)
     for name, engine in engines.items():
         if engine.ANNOUNCES == "urls" and engine.enabled(site):
-            _record_chunks(site, name, engine, generation_id, locs, record)
+            record_chunks(site, name, engine, generation_id, locs, record)
     session.flush()
     return planned
 
 
-def _record_chunks(site: Site, name: str, engine: ModuleType, generation_id: int,
-                   locs: Iterable[str], record: Callable[..., Delivery]) -> None:
+def record_chunks(site: Site, name: str, engine: ModuleType, generation_id: int,
+                  locs: Iterable[str], record: Callable[..., object]) -> None:
     """Records of at most `engine.MAX_URLS` of `locs` each, of those the engine accepts."""
     chunk: list[str] = []
     for loc in locs:
@@ -157,7 +157,7 @@ def _plan_urls(session: Session, site: Site, name: str, engine: ModuleType,
     upto = seen.change_seq if seen is not None and seen.change_seq is not None else start
     if upto <= start:
         return
-    _record_chunks(site, name, engine, seen.id, changed_locs(session, site.id, start, upto),
+    record_chunks(site, name, engine, seen.id, changed_locs(session, site.id, start, upto),
                    record)
     set_position(session, site.id, name, upto, expected=start)
 

@@ -192,11 +192,13 @@ def _url_fragments(session: Session, sites: Sequence[Site]) -> dict[int, SiteUrl
         alternates[url_id] = alternates.get(url_id, "") + alternate_fragment(hreflang, href)
         alternate_sites.add(site_id)
     extended = bool(images or alternates)
+    # Taken row by row, not all at once: a batch's thousands of rows, all alive together,
+    # would each be visited by the garbage collector's full passes they set off.
     rows = connection.execute(
         select(Url.site_id, Url.id, Url.loc, Url.lastmod, Url.changefreq, Url.priority,
                UrlCheck.outcome, UrlCheck.content_changed_at)
         .outerjoin(UrlCheck, UrlCheck.url_id == Url.id)
-        .where(*live).order_by(Url.site_id, Url.id)).all()
+        .where(*live).order_by(Url.site_id, Url.id))
     found: dict[int, SiteUrls] = {}
     for site_id, group in itertools.groupby(rows, key=itemgetter(0)):
         site = by_id[site_id]

@@ -23,8 +23,9 @@ log = logging.getLogger(__name__)
 # its message (a broker that keeps nothing, a purged queue): the clock queues it again.
 QUEUED_GRACE = timedelta(minutes=5)
 # Due sites per message from the clock: small enough that workers share a burst of due sites,
-# large enough that a tick over thousands of sites sends a few hundred messages.
-BATCH = 50
+# large enough that a tick over thousands of sites sends a hundred messages, and that the
+# small ones among them share the fixed cost of a batch (sitemaps.small_sites) among many.
+BATCH = 100
 # Publishing gives up after this many tries, so a request does not hang on a broker that is down.
 PUBLISH_RETRY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5,
                  "interval_max": 1}

@@ -19,8 +19,8 @@ from importlib import import_module
 _HOMES = {
     "ITEM_FIELDS": "bulk", "MAX_ITEMS": "bulk", "SyncReport": "bulk", "delete_locs": "bulk",
     "upsert_urls": "bulk",
-    "changed_locs": "changes", "committed_change_seq": "changes", "next_change_seq": "changes",
-    "urls_changed": "changes",
+    "changed_locs": "changes", "changed_locs_many": "changes", "committed_change_seq": "changes",
+    "next_change_seq": "changes", "urls_changed": "changes",
     "ENCODINGS": "encodings", "check_encoding_choice": "encodings",
     "Excluded": "exclusions", "Rules": "exclusions", "check_rule": "exclusions",
     "compile_rule": "exclusions", "parse_exclude": "exclusions",

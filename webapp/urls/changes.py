@@ -9,12 +9,13 @@ that has handed out everything up to N never sees a change below N appear later.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from blinker import Namespace
-from sqlalchemy import func, select, text, update
+from sqlalchemy import and_, func, or_, select, text, update
 from sqlalchemy.orm import Session
 
+from webapp import many_rows
 from webapp.db import after_commit
 from webapp.models import Site, Url, utcnow
 
@@ -88,3 +89,31 @@ def changed_locs(session: Session, site_id: int, after: int, upto: int,
         .execution_options(yield_per=batch))
     for (loc,) in rows:
         yield loc
+
+
+# Ranges per statement on SQLite, where each is a term of one OR (its depth is bounded).
+SQLITE_RANGES = 200
+
+
+def changed_locs_many(session: Session, ranges: Sequence[tuple[int, int, int]],
+                      batch: int = 10_000) -> Iterator[tuple[int, str]]:
+    """`changed_locs` for many sites at once, at most one range (site id, after, upto) per
+    site: (site id, loc), a site's in the order `changed_locs` gives them, sites in id order."""
+    if not ranges:
+        return
+    if many_rows.on_postgresql(session):
+        kind = Url.change_seq.type
+        source = many_rows.arrays({"site": Url.site_id.type, "after": kind, "upto": kind}, [
+            {"site": site_id, "after": after, "upto": upto} for site_id, after, upto in ranges])
+        queries = [select(Url.site_id, Url.loc).join(source, and_(
+            Url.site_id == source.c.site, Url.change_seq > source.c.after,
+            Url.change_seq <= source.c.upto))]
+    else:
+        ordered = sorted(ranges)
+        queries = [select(Url.site_id, Url.loc).where(or_(*(
+            and_(Url.site_id == site_id, Url.change_seq > after, Url.change_seq <= upto)
+            for site_id, after, upto in ordered[start:start + SQLITE_RANGES])))
+            for start in range(0, len(ordered), SQLITE_RANGES)]
+    for query in queries:
+        yield from session.execute(query.order_by(Url.site_id, Url.change_seq, Url.id)
+                                   .execution_options(yield_per=batch))
