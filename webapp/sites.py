@@ -37,6 +37,7 @@ from webapp.protocol import (
 )
 from webapp.scheduler import DEFAULT_SCHEDULE, check_schedule, check_timezone, next_run
 from webapp.sitemaps import SitemapStore
+from webapp.sitemaps.sections import check_names, parse_sections
 from webapp.urls import parse_exclude, parse_strip_params, show_exclude
 from webapp.verify import settings as verification
 
@@ -189,6 +190,7 @@ SETTINGS: dict[str, tuple[Callable[[str], object], Callable[[object], str]]] = {
     "timezone": (check_timezone, str),
     "exclude": (parse_exclude, show_exclude),
     "strip_params": (parse_strip_params, _optional),
+    "sections": (parse_sections, show_exclude),  # lines, shown on one line as exclude is
     "discover_mode": (_check_choice("discover_mode", ("review", "add")), str),
     **verification.SETTINGS,
 }
@@ -265,6 +267,7 @@ def update_site(session: Session, site: Site, changes: Mapping[str, str],
     raise_all(errors)
     warning = check_site_scope(base_url, sitemap_url)
     _check_own_file_names(session, site, sitemap_url)
+    check_names(values.get("sections", site.sections), _file_stem(sitemap_url)[1])
     if base_url != site.base_url and site.id is not None:
         outside = session.scalar(select(func.count()).select_from(Url).where(
             Url.site_id == site.id, Url.deleted_at.is_(None),
