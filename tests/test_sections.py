@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import re
 import shutil
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from fnmatch import fnmatchcase
 
 import pytest
+from hypothesis import Phase, given, settings
+from hypothesis import strategies as st
 from sqlalchemy import select
 
 from tests.builders import make_site
 from tests.sitemap_schema import locs, parse
-from tests.test_generate import published
+from tests.test_generate import all_published_locs, published
 from tests.test_incremental import bodies, index_lastmods, stored_bodies
 from webapp import jobs
 from webapp.errors import InvalidValue
@@ -318,3 +321,86 @@ def test_a_small_site_with_sections_is_generated_on_its_own_not_in_a_batch(app, 
         shop.id: "succeeded", plain.id: None}
     assert files_of(app, shop) == {"sitemap-blog-1.xml": [SHOP + "blog/1"],
                                    "sitemap-1.xml": [SHOP + "about"]}
+
+
+# --- any definition, any URLs -----------------------------------------------------------------
+
+# Mostly good names and patterns, so that most definitions are taken: one in four is bad.
+_GOOD_NAMES = st.sampled_from(["blog", "shop", "a-1", "x", "z9"])
+NAMES = st.one_of(_GOOD_NAMES, _GOOD_NAMES, _GOOD_NAMES,
+                  st.sampled_from(["Bad", "news", "b-", "sitemap", "日本"]))
+_GOOD_PATTERNS = st.sampled_from(["/blog/", "/shop/*/item-*", "re:^/(old|arch)/", "/a", "*/x",
+                                  "/x?", "/[ab]*", "re:item-[0-9]$", "/"])
+PATTERNS = st.one_of(_GOOD_PATTERNS, _GOOD_PATTERNS, _GOOD_PATTERNS,
+                     st.sampled_from(["re:(", "nope", "re:", "/" + "x" * 300]))
+PATHS = st.builds("{}{}".format, st.sampled_from(
+    ["blog/", "shop/x/item-", "shop/y/", "old/", "arch/", "a", "x/", "b/x", "c/item-"]),
+    st.integers(0, 12))
+
+
+def expected_section(lines: list[tuple[str, str]], path: str) -> str:
+    """The first section whose pattern matches, by Python's own matching (not the app's)."""
+    for name, pattern in lines:
+        if pattern.startswith("re:"):
+            if re.search(pattern[3:], path):
+                return name
+        elif any(char in pattern for char in "*?["):
+            if fnmatchcase(path, pattern):
+                return name
+        elif path.startswith(pattern):
+            return name
+    return ""
+
+
+def test_any_sections_are_refused_by_rule_or_publish_each_live_url_once_in_its_section(
+        app, session):
+    """Random definitions and URLs over several runs of one site (so incremental runs are
+    met too): a definition is refused naming its line and rule, or every live URL is
+    published exactly once, in the file of the first section matching it, in schema-valid
+    files the index lists."""
+    site = make_site(session, max_urls_per_file=3)
+    runs = iter(range(10_000))
+    current: list[tuple[str, str]] = []
+
+    @settings(database=None, deadline=None, phases=[Phase.generate], max_examples=40)
+    @given(st.booleans(), st.lists(st.tuples(NAMES, PATTERNS), max_size=4),
+           st.lists(PATHS, max_size=12), st.lists(st.integers(0, 40), max_size=4, unique=True))
+    def check(redefine, lines, paths, deletions):
+        nonlocal current
+        if redefine:
+            try:
+                update_site(session, site,
+                            {"sections": "\\n".join(f"{n} {p}" for n, p in lines)})
+                current = [(n, p) for n, p in lines]
+            except InvalidValue as exc:
+                session.rollback()
+                assert exc.field == "sections"
+                assert re.fullmatch(r"sections '.*': (line \d+: .+|a site may have .+)", str(exc),
+                                    re.S), str(exc)
+        for path in paths:
+            save_url(session, site, SHOP + path)
+        live = live_locs(session, site)
+        for n in deletions:
+            if n < len(live):
+                delete_url(session, site, live[n])
+        session.commit()
+
+        run = jobs.regenerate(site.id, app, now=datetime(2026, 3, 1, tzinfo=UTC)
+                              + timedelta(minutes=next(runs)))
+
+        assert run.status in ("succeeded", "unchanged"), run.error
+        live = live_locs(session, site)
+        if not live:
+            return
+        if not current:
+            assert sorted(all_published_locs(app, site)) == sorted(live)
+            return
+        files = files_of(app, site)
+        stems = {name: name.rsplit("-", 1)[0] for name in files}
+        placed = [(loc, stems[name]) for name, found in files.items() for loc in found]
+        assert sorted(loc for loc, _ in placed) == sorted(live)
+        for loc, stem in placed:
+            section = expected_section(current, "/" + loc.removeprefix(SHOP))
+            assert stem == (f"sitemap-{section}" if section else "sitemap"), (loc, stem)
+
+    check()
