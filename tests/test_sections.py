@@ -19,7 +19,7 @@ from tests.builders import make_site
 from tests.sitemap_schema import locs, parse
 from tests.test_generate import all_published_locs, published
 from tests.test_incremental import bodies, index_lastmods, stored_bodies
-from webapp import jobs
+from webapp import jobs, publish_guide
 from webapp.errors import InvalidValue
 from webapp.models import Generation, Site, Url
 from webapp.sitemaps import get_store
@@ -87,16 +87,16 @@ def test_sections_are_a_setting_shown_as_sites_set_takes_them(session, shop):
 
 @pytest.mark.parametrize("value, message", [
     ("blog", "line 1: write a name, a space and a pattern, e.g. blog /blog/"),
-    ("Blog /blog/", "line 1: the name 'Blog' must be 1 to 40 lower-case letters, digits or "
-                    "'-', starting with a letter"),
+    ("Blog /blog/", ("line 1: the name 'Blog' must be 1 to 40 lower-case letters, digits or "
+                     "'-', starting with a letter")),
     ("blog- /blog/", "line 1: the name 'blog-' must be"),
     ("2024 /2024/", "line 1: the name '2024' must be"),
     ("a" * 41 + " /a/", "must be 1 to 40 lower-case letters"),
     ("blog /blog/\\nnews /news/", "line 2: the name 'news' is used by the app's own files"),
     ("sitemap /s/", "line 1: the name 'sitemap' is the file name of the site's sitemap"),
     ("blog /blog/\\nblog /b/", "line 2: the name 'blog' is already used by another section"),
-    ("blog blog/", "line 1: the pattern must be a path prefix starting with / (e.g. /blog/), "
-                   "a glob (e.g. /shop/*/item-*) or re: and a regular expression"),
+    ("blog blog/", ("line 1: the pattern must be a path prefix starting with / (e.g. /blog/), "
+                    "a glob (e.g. /shop/*/item-*) or re: and a regular expression")),
     ("a /x/\\nb /x/", "line 2: the pattern /x/ is already another section's"),
     ("a /x/\\nb re:(open", "line 2: is not a valid regular expression"),
     ("a re:", "line 1: re: needs a regular expression after it"),
@@ -376,7 +376,7 @@ def test_any_sections_are_refused_by_rule_or_publish_each_live_url_once_in_its_s
                 session.rollback()
                 assert exc.field == "sections"
                 assert re.fullmatch(r"sections '.*': (line \d+: .+|a site may have .+)", str(exc),
-                                    re.S), str(exc)
+                                    re.DOTALL), str(exc)
         for path in paths:
             save_url(session, site, SHOP + path)
         live = live_locs(session, site)
@@ -404,3 +404,25 @@ def test_any_sections_are_refused_by_rule_or_publish_each_live_url_once_in_its_s
             assert stem == (f"sitemap-{section}" if section else "sitemap"), (loc, stem)
 
     check()
+
+
+def test_the_nginx_location_passes_each_sections_files(session, shop):
+    pattern = re.search(r'location ~ "([^"]+)"',
+                        publish_guide.nginx(shop, "http://10.0.0.5:8000")).group(1)
+    for path in ("/sitemap.xml", "/sitemap-2.xml.gz", "/sitemap-blog-1.xml",
+                 "/sitemap-items-12.xml.gz", "/sitemap-old-3.xml"):
+        assert re.fullmatch(pattern, path), path
+    for path in ("/sitemap-x-1.xml", "/sitemap-blogs-1.xml", "/other.xml"):
+        assert not re.fullmatch(pattern, path), path
+
+
+def test_a_section_may_not_publish_files_named_as_another_sites(session, shop):
+    """Sites may share a folder, not file names: shop's blog section writes
+    sitemap-blog-1.xml, which a site whose sitemap is sitemap-blog.xml would write too."""
+    other = make_site(session, "Posts", SHOP, sitemap_url=SHOP + "posts-x.xml")
+    with pytest.raises(InvalidValue, match="would publish files with the same names as site "
+                                           "'shop'"):
+        update_site(session, other, {"sitemap_url": SHOP + "sitemap-blog.xml"})
+    with pytest.raises(InvalidValue, match="would publish files with the same names as site "
+                                           "'posts'"):
+        update_site(session, shop, {"sitemap_url": SHOP + "posts.xml", "sections": "x /x/"})

@@ -33,7 +33,7 @@ from sqlalchemy.orm import Session
 
 from webapp import many_rows
 from webapp.errors import InvalidValue, rule_text
-from webapp.models import Generation, GenerationFile, Site, Url
+from webapp.models import GenerationFile, Site, Url
 from webapp.sitemaps import incremental
 from webapp.sitemaps.build import BuiltFile, Limits, UrlsetWriter, check_index_size
 from webapp.urls.exclusions import REGEX, check_rule, check_together, first_match, lines_of
