@@ -371,6 +371,7 @@ def test_any_sections_are_refused_by_rule_or_publish_each_live_url_once_in_its_s
             try:
                 update_site(session, site,
                             {"sections": "\\n".join(f"{n} {p}" for n, p in lines)})
+                session.commit()
                 current = [(n, p) for n, p in lines]
             except InvalidValue as exc:
                 session.rollback()

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from webapp.models import Generation, GenerationFile, Site, UrlAlternate, UrlImage, utcnow
 from webapp.protocol import directory, normalize_lastmod
-from webapp.sitemaps import incremental, sections
+from webapp.sitemaps import incremental, sectioned
 from webapp.sitemaps.build import (
     STYLESHEET,
     BuiltFile,
@@ -128,8 +128,8 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
     reuse = None if site.sections else incremental.plan(session, site, layout, kept)
     with store.staging(site.storage_key, generation.id) as folder:
         files = None
-        if site.sections:  # each section in files of its own (sections.py)
-            files = sections.write_files(
+        if site.sections:  # each section in files of its own (sectioned.py)
+            files = sectioned.write_files(
                 session, site, layout, kept, folder, header, limits,
                 lambda name, after, upto: url_entries(session.connection(), site, images,
                                                       alternates, after, upto, name),

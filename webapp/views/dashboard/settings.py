@@ -19,7 +19,7 @@ from webapp.db import get_session
 from webapp.errors import InvalidValue, NotAllowed, each_error
 from webapp.models import Site, utcnow
 from webapp.protocol import origin
-from webapp.sitemaps import get_store, sections
+from webapp.sitemaps import get_store, sectioned
 from webapp.urls import health
 from webapp.sites import SETTINGS, site_settings, update_site
 from webapp.views.auth import demand, require
@@ -60,12 +60,12 @@ def _section_counts(site: Site) -> tuple[dict[str, int] | None, bool]:
     """How many live URLs each section holds: matched now on a site small enough, else as
     the last generation assigned them (True), or None when not known until the next one."""
     session = get_session()
-    found = sections.matching_now(session, site, site.sections)
+    found = sectioned.matching_now(session, site, site.sections)
     if found is not None or not site.sections:
         return found, False
     if site.sections_assigned != site.sections:
         return None, False
-    return {name: n for name, n in sections.counts(session, site).items()
+    return {name: n for name, n in sectioned.counts(session, site).items()
             if name is not None}, True
 
 
