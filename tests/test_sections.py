@@ -81,6 +81,8 @@ def test_sections_are_a_setting_shown_as_sites_set_takes_them(session, shop):
     assert shown == "blog /blog/\\nitems /shop/*/item-*\\nold re:^/(old|archive)/"
     update_site(session, shop, {"sections": shown})
     assert shop.sections == "blog /blog/\nitems /shop/*/item-*\nold re:^/(old|archive)/"
+    update_site(session, shop, {"sections": " docs\t  /docs/ \\n\\n"})  # spaces, tabs, blanks
+    assert shop.sections == "docs /docs/"
     update_site(session, shop, {"sections": ""})
     assert shop.sections is None
 

@@ -197,6 +197,7 @@ def regenerate(site_id: int, app: Flask | None = None, now: datetime | None = No
     def run(session: Session, site: Site) -> Generation:
         generation = _start(session, site, change_seq=committed_change_seq(session, site.id),
                             trigger=chosen["trigger"])
+
         def work(publishing: Callable[[], None]) -> Published:
             # Sections are computed and committed first: the run then holds no write lock
             # on its URLs (SQLite's one lock) while it writes.

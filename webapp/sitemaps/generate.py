@@ -122,6 +122,7 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
     # Kept aside until the files are recorded: setting it now would make the next query
     # write it, and on SQLite hold the database's one write lock for the whole run.
     layout = incremental.layout(site, header, limits, entry_name(site))
+
     def kept(generation_id: int) -> bool:
         return generation_id in store.kept_generations(site.storage_key)
 

@@ -47,10 +47,16 @@ def definitions(text: str | None) -> tuple[Section, ...]:
     """The sections of a stored `sections` setting, in order."""
     found = []
     for line in (text or "").split("\n"):
-        name, _, pattern = line.strip().partition(" ")
+        name, pattern = _split(line)
         if name:
-            found.append(Section.of(name, pattern.strip()))
+            found.append(Section.of(name, pattern))
     return tuple(found)
+
+
+def _split(line: str) -> tuple[str, str]:
+    """NAME and PATTERN of a line: separated by the first spaces or tabs."""
+    parts = line.strip().split(None, 1)
+    return (parts[0], parts[1].strip()) if len(parts) == 2 else (line.strip(), "")
 
 
 def parse_sections(value: str | list[str]) -> str | None:
@@ -75,8 +81,7 @@ def _check_line(n: int, line: str, earlier: list[Section]) -> Section:
         return InvalidValue("sections", line, rule_text("line %(line)s: %(rule)s", line=n,
                                                         rule=said))
 
-    name, _, pattern = line.partition(" ")
-    name, pattern = name.strip(), pattern.strip()
+    name, pattern = _split(line)
     if not pattern:
         raise refuse(rule_text("write a name, a space and a pattern, e.g. blog /blog/"))
     if not _NAME.fullmatch(name) or name.endswith("-"):
