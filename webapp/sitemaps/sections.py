@@ -21,7 +21,14 @@ from dataclasses import dataclass
 
 from webapp.errors import InvalidValue, rule_text
 from webapp.models import Site
-from webapp.urls.exclusions import REGEX, check_rule, check_together, first_match, lines_of
+from webapp.urls.exclusions import (
+    REGEX,
+    check_rule,
+    check_together,
+    lines_of,
+    path_forms,
+    rule_matches,
+)
 
 MAX_SECTIONS = 50
 NAME_LENGTH = 40
@@ -36,11 +43,13 @@ class Section:
     name: str
     pattern: str  # as written
     rule: str  # the glob or `re:` rule it matches with
+    prefix: str | None  # the pattern when it is a path prefix
 
     @classmethod
     def of(cls, name: str, pattern: str) -> Section:
-        prefix = not pattern.startswith(REGEX) and not any(c in pattern for c in _GLOB_CHARS)
-        return cls(name, pattern, pattern + "*" if prefix else pattern)
+        if pattern.startswith(REGEX) or any(c in pattern for c in _GLOB_CHARS):
+            return cls(name, pattern, pattern, None)
+        return cls(name, pattern, pattern + "*", pattern)
 
 
 def definitions(text: str | None) -> tuple[Section, ...]:
@@ -121,9 +130,17 @@ def check_names(text: str | None, stem: str) -> None:
 
 
 def section_of(sections: tuple[Section, ...], loc: str, encoding: str = "utf-8") -> str:
-    """The name of the first section matching `loc`, "" when none does."""
-    rule = first_match(tuple(s.rule for s in sections), loc, encoding)
-    return "" if rule is None else next(s.name for s in sections if s.rule == rule)
+    """The name of the first section matching `loc`, "" when none does. A prefix is
+    compared as text (a glob of it, `/blog/*`, means the same and takes RE2 far
+    longer); globs and `re:` rules are matched as exclusion rules are."""
+    path, decoded = path_forms(loc, encoding)
+    for section in sections:
+        if section.prefix is not None:
+            if path.startswith(section.prefix) or decoded.startswith(section.prefix):
+                return section.name
+        elif rule_matches(section.rule, path, decoded):
+            return section.name
+    return ""
 
 
 def file_stem(stem: str, name: str) -> str:

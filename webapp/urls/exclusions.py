@@ -193,16 +193,23 @@ def first_match(rules: tuple[str, ...], url: str, encoding: str = "utf-8") -> st
     that matches this normalised URL's path, as stored or decoded in `encoding`; None."""
     if not rules:
         return None
-    path = _path(url)
-    decoded = unquote(path, encoding=encoding, errors="replace") if "%" in path else path
+    path, decoded = path_forms(url, encoding)
     if not (_any_rule(rules).search(path)
             or (decoded != path and _any_rule(rules).search(decoded))):
         return None
-    for rule in rules:
-        matcher = compile_rule(rule)
-        if matcher.search(path) or (decoded != path and matcher.search(decoded)):
-            return rule
-    return None
+    return next((rule for rule in rules if rule_matches(rule, path, decoded)), None)
+
+
+def path_forms(url: str, encoding: str = "utf-8") -> tuple[str, str]:
+    """The path a rule is matched against: as stored, and decoded in `encoding`."""
+    path = _path(url)
+    return path, unquote(path, encoding=encoding, errors="replace") if "%" in path else path
+
+
+def rule_matches(rule: str, path: str, decoded: str) -> bool:
+    """Whether one rule matches a path in either of its forms (`path_forms`)."""
+    matcher = compile_rule(rule)
+    return bool(matcher.search(path) or (decoded != path and matcher.search(decoded)))
 
 
 @dataclass(frozen=True)
