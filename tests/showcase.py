@@ -1,6 +1,7 @@
 """A dashboard as people run it, for the browser tests and the README's tour: a Japanese shop
-with long and Japanese URLs, images and language versions, a few generations and announcements,
-a finished task, an ordinary second site, an empty third one, three accounts and a token."""
+with long and Japanese URLs, images and language versions, two sections, a few generations
+and announcements, a finished task, an ordinary second site, an empty third one, three accounts
+and a token."""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ def seed_showcase(app: Flask) -> dict:
         create_user(session, "editor@example.com", PASSWORD, "editor")
         create_user(session, "viewer@example.com", PASSWORD, "viewer")
         site, _ = create_site(session, "日本のアウトドア用品店 Mountain Gear", BASE,
-                              settings={"change_delay": "0"})
+                              settings={"change_delay": "0", "sections":
+                                        "articles /日本語の記事/\\nproducts /products/*"})
         shop, _ = create_site(session, "Example Shop", "https://shop.example.com/")
         empty, _ = create_site(session, "Nothing here yet", "https://empty.example.com/")
         for n in range(12):

@@ -29,6 +29,7 @@ from webapp.sitemaps import (
     Published,
     PublishedSet,
     SitemapLimitError,
+    assign_sections,
     diff,
     generate_site,
     get_store,
@@ -196,8 +197,16 @@ def regenerate(site_id: int, app: Flask | None = None, now: datetime | None = No
     def run(session: Session, site: Site) -> Generation:
         generation = _start(session, site, change_seq=committed_change_seq(session, site.id),
                             trigger=chosen["trigger"])
-        return _recorded_run(app, session, site, generation, lambda publishing: generate_site(
-            session, site, generation, get_store(app), limits, now, publishing, progress))
+
+        def work(publishing: Callable[[], None]) -> Published:
+            # Sections are computed and committed first: the run then holds no write lock
+            # on its URLs (SQLite's one lock) while it writes.
+            if assign_sections(session, site, generation.change_seq):
+                session.commit()
+            return generate_site(session, site, generation, get_store(app), limits, now,
+                                 publishing, progress)
+
+        return _recorded_run(app, session, site, generation, work)
 
     return _leased(app, site_id, run, decide if when is not None else None)
 

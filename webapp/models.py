@@ -117,6 +117,11 @@ class Site(Timestamps, Base):
     # query parameter globs to strip, comma-separated. None: none.
     exclude: Mapped[str | None] = mapped_column(Text)
     strip_params: Mapped[str | None] = mapped_column(String(1000))
+    # Sections (webapp.sitemaps.sections): `NAME PATTERN` per line, each written to files of
+    # its own; None: none. `sections_assigned` is the definition urls.section was last
+    # computed with (each URL's section is recomputed in bulk when they differ).
+    sections: Mapped[str | None] = mapped_column(Text)
+    sections_assigned: Mapped[str | None] = mapped_column(Text)
     # What a discovery crawl does with the new URLs it finds: "review" (a list to accept or
     # ignore) or "add" (added at once).
     discover_mode: Mapped[str] = mapped_column(String(8), default="review",
@@ -151,6 +156,8 @@ class Url(Timestamps, Base):
         Index("ix_urls_site_id_change_seq", "site_id", "change_seq"),
         # The URL list's sort; with deleted_at, the overview's checks on live URLs' lastmods.
         Index("ix_urls_site_id_lastmod_id_deleted_at", "site_id", "lastmod", "id", "deleted_at"),
+        # Each section of a site streamed in id order (webapp.sitemaps.sections).
+        Index("ix_urls_site_id_section_id", "site_id", "section", "id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -163,6 +170,9 @@ class Url(Timestamps, Base):
     deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # The site's change_seq of the transaction that last added, changed or deleted this URL.
     change_seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    # The site section the URL is published in, "" for none (the default files); None until
+    # a generation of a site with sections assigns it (webapp.sitemaps.sections).
+    section: Mapped[str | None] = mapped_column(String(40))
 
     site: Mapped[Site] = relationship(back_populates="urls")
     images: Mapped[list[UrlImage]] = relationship(

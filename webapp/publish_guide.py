@@ -11,6 +11,7 @@ from urllib.parse import unquote, urlsplit
 from webapp.models import Site
 from webapp.notify import indexnow
 from webapp.protocol import origin
+from webapp.sitemaps import sections
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,9 @@ def nginx(site: Site, app_url: str) -> str:
         for path in host.exact:
             lines.append(f"location = {path} {{\n{proxy}}}")
         if host.folder:
-            pattern = (f"^{re.escape(host.folder)}{re.escape(host.stem)}"
+            names = "|".join(re.escape(s.name) for s in sections.definitions(site.sections))
+            middle = f"(-({names}))?" if names else ""  # each section's files
+            pattern = (f"^{re.escape(host.folder)}{re.escape(host.stem)}{middle}"
                        r"(-\d+)?\.xml(\.gz)?$")
             lines.append(f'location ~ "{pattern}" {{\n{proxy}}}')
             lines.append(f"location = {host.folder}{host.stem}.xsl {{\n{proxy}}}")

@@ -65,6 +65,12 @@ _FIELDS = [
     Field("max_urls_per_file", _l("URLs per file"),
           _l("Files are split at this many URLs: at most 50,000, the protocol's limit."),
           "number"),
+    Field("sections", _l("Sections"),
+          _l("One section per line: a name, a space and a path prefix (/blog/), a glob "
+             "(/shop/*/item-*) or re: and a regular expression. Each section is written to "
+             "files of its own (sitemap-NAME-1.xml, sitemap-NAME-2.xml, ...) listed in the "
+             "index; the first section that matches a URL takes it, and the other URLs go "
+             "to the usual files."), "lines"),
     Field("stylesheet", _l("XSL stylesheet"),
           _l("Sitemap files point browsers at an XSL stylesheet. Off by default: browsers are "
              "dropping XSLT, and people see the server-rendered table either way."), "switch"),
@@ -140,7 +146,7 @@ assert list(CHANGEFREQS) == [value for value, _ in FIELDS["default_changefreq"].
 SECTIONS = (
     (_l("Site"), ("name", "slug", "base_url", "sitemap_url", "encoding")),
     (_l("Sitemap files"), ("default_changefreq", "default_priority", "max_urls_per_file",
-                           "stylesheet", "robots_txt")),
+                           "sections", "stylesheet", "robots_txt")),
     (_l("Schedule"), ("schedule", "timezone", "change_delay")),
     (_l("IndexNow"), ("indexnow_enabled", "indexnow_key", "indexnow_key_location",
                       "indexnow_endpoint")),

@@ -38,6 +38,7 @@ from webapp.protocol import (
 )
 from webapp.scheduler import DEFAULT_SCHEDULE, check_schedule, check_timezone, next_run
 from webapp.sitemaps import SitemapStore
+from webapp.sitemaps.sections import check_names, definitions, file_stem, parse_sections
 from webapp.urls import parse_exclude, parse_strip_params, show_exclude
 from webapp.verify import settings as verification
 
@@ -88,7 +89,13 @@ def _file_stem(sitemap_url: str) -> tuple[str, str]:
     return folder, name.removesuffix(".xml")
 
 
-def _check_own_file_names(session: Session, site: Site, sitemap_url: str) -> None:
+def _stems(stem: str, sections: str | None) -> list[str]:
+    """The stems of a site's files: its own, and `<stem>-NAME` of each section's files."""
+    return [stem, *(file_stem(stem, section.name) for section in definitions(sections))]
+
+
+def _check_own_file_names(session: Session, site: Site, sitemap_url: str,
+                          sections: str | None = None) -> None:
     """Two sites publishing into one folder must not publish files of the same name."""
     folder, stem = _file_stem(sitemap_url)
     others = select(Site).where(Site.id != site.id) if site.id else select(Site)
@@ -96,8 +103,9 @@ def _check_own_file_names(session: Session, site: Site, sitemap_url: str) -> Non
         other_folder, other_stem = _file_stem(other.sitemap_url)
         if folder != other_folder:
             continue
-        if stem == other_stem or any(re.fullmatch(re.escape(a) + r"-\d+", b)
-                                     for a, b in ((stem, other_stem), (other_stem, stem))):
+        if any(a == b or re.fullmatch(re.escape(a) + r"-\d+", b)
+               for mine in _stems(stem, sections) for theirs in _stems(other_stem, other.sections)
+               for a, b in ((mine, theirs), (theirs, mine))):
             raise InvalidValue("sitemap_url", sitemap_url, rule_text(
                 "would publish files with the same names as site %(site)s (%(sitemap_url)s) in "
                 "the same folder; choose another file name or folder", site=repr(other.slug),
@@ -197,6 +205,7 @@ SETTINGS: dict[str, tuple[Callable[[str], object], Callable[[object], str]]] = {
     "timezone": (check_timezone, str),
     "exclude": (parse_exclude, show_exclude),
     "strip_params": (parse_strip_params, _optional),
+    "sections": (parse_sections, show_exclude),  # lines, shown on one line as exclude is
     "discover_mode": (_check_choice("discover_mode", ("review", "add")), str),
     **verification.SETTINGS,
 }
@@ -272,7 +281,8 @@ def update_site(session: Session, site: Site, changes: Mapping[str, str],
             errors.append(Conflict("slug", values["slug"], "is already used by another site"))
     raise_all(errors)
     warning = check_site_scope(base_url, sitemap_url)
-    _check_own_file_names(session, site, sitemap_url)
+    _check_own_file_names(session, site, sitemap_url, values.get("sections", site.sections))
+    check_names(values.get("sections", site.sections), _file_stem(sitemap_url)[1])
     if base_url != site.base_url and site.id is not None:
         outside = session.scalar(select(func.count()).select_from(Url).where(
             Url.site_id == site.id, Url.deleted_at.is_(None),

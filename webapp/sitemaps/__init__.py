@@ -1,5 +1,6 @@
 """Sitemap files, from the database to the published set: `rows` streams a site's URLs, `build`
-writes XML, `generate` ties a run together (`incremental` when the last set can be reused),
+writes XML, `generate` ties a run together (`incremental` when the last set can be reused,
+`sections` and `sectioned` when the site is split into sections),
 `publish` stores sets in the database (shared by every node), `small_sites` writes and
 publishes many small sites at once, `cache` keeps their bodies on this node, `history`
 compares two of them. Others use the names below.
@@ -14,11 +15,12 @@ from webapp.sitemaps.build import STYLESHEET, Limits, SitemapLimitError, replace
 from webapp.sitemaps.generate import Published, generate_site, republish_site
 from webapp.sitemaps.history import diff
 from webapp.sitemaps.publish import MissingBody, PublishedFile, PublishedSet, SitemapStore
+from webapp.sitemaps.sectioned import assign as assign_sections
 from webapp.sitemaps.small_sites import is_small, publish_small_sites, write_small_sites
 
 __all__ = ["STYLESHEET", "Limits", "MissingBody", "Published", "PublishedFile", "PublishedSet",
-           "SitemapLimitError", "SitemapStore", "diff", "generate_site", "get_store", "init_app",
-           "is_small", "publish_small_sites", "replace_file", "republish_site",
+           "SitemapLimitError", "SitemapStore", "assign_sections", "diff", "generate_site",
+           "get_store", "init_app", "is_small", "publish_small_sites", "replace_file", "republish_site",
            "write_small_sites"]
 
 

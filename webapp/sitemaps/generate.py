@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from webapp.models import Generation, GenerationFile, Site, UrlAlternate, UrlImage, utcnow
 from webapp.protocol import directory, normalize_lastmod
-from webapp.sitemaps import incremental
+from webapp.sitemaps import incremental, sectioned
 from webapp.sitemaps.build import (
     STYLESHEET,
     BuiltFile,
@@ -122,11 +122,20 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
     # Kept aside until the files are recorded: setting it now would make the next query
     # write it, and on SQLite hold the database's one write lock for the whole run.
     layout = incremental.layout(site, header, limits, entry_name(site))
-    reuse = incremental.plan(session, site, layout, lambda generation_id: (
-        generation_id in store.kept_generations(site.storage_key)))
+
+    def kept(generation_id: int) -> bool:
+        return generation_id in store.kept_generations(site.storage_key)
+
+    reuse = None if site.sections else incremental.plan(session, site, layout, kept)
     with store.staging(site.storage_key, generation.id) as folder:
         files = None
-        if reuse is not None:
+        if site.sections:  # each section in files of its own (sectioned.py)
+            files = sectioned.write_files(
+                session, site, layout, kept, folder, header, limits,
+                lambda name, after, upto: url_entries(session.connection(), site, images,
+                                                      alternates, after, upto, name),
+                generation.change_seq, progress)
+        elif reuse is not None:
             connection = session.connection()
             files = incremental.write_changed(
                 reuse, lambda first_number: UrlsetWriter(
@@ -146,7 +155,7 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
             stylesheet = None  # nothing to render
         elif stylesheet:
             shutil.copyfile(STYLESHEET, folder / stylesheet)
-        if len(files) == 1:
+        if len(files) == 1 and not site.sections:
             _rename(folder, files[0], entry_name(site))
         generation.layout = layout
         generation.left_out = publishing.left_out_counts(
@@ -192,7 +201,7 @@ def _finish(session: Session, site: Site, generation: Generation, store: Sitemap
     previous_id, previous = _previous_files(session, site.id)
     stamp = later_than(previous, normalize_lastmod(now or utcnow()))
     carry_lastmods(files, previous, stamp)
-    if len(files) > 1:
+    if files and not (len(files) == 1 and files[0].name == entry_name(site)):
         base = directory(site.sitemap_url)
         index = write_index(folder, entry_name(site),
                             [(base + f.name, f.lastmod) for f in files], limits,

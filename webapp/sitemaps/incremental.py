@@ -39,6 +39,8 @@ def layout(site: Site, header: str, limits: Limits, entry: str) -> str:
         # Verification's settings choose entries and dates: another choice, another layout
         # (left out of the digest at their defaults, so existing sets stay reusable).
         shape += [site.lastmod_source, site.leave_out]
+    if site.sections:  # another definition, other files (left out when none, as above)
+        shape.append(site.sections)
     return hashlib.sha256(json.dumps(shape).encode()).hexdigest()
 
 
@@ -57,13 +59,23 @@ class Plan:
         return after, upto
 
 
-def plan(session: Session, site: Site, shape: str, kept: Callable[[int], bool]) -> Plan | None:
-    """What the last generation left that can be reused, or None for a full run."""
+def last_source(session: Session, site: Site, shape: str, kept: Callable[[int], bool],
+                ) -> Generation | None:
+    """The last generation, when its files can be reused: laid out as `shape`, its change
+    number known and its bodies kept."""
     source = session.scalar(
         select(Generation).where(Generation.site_id == site.id, Generation.status == "succeeded")
         .order_by(Generation.id.desc()).limit(1))
     if source is None or source.layout != shape or source.change_seq is None \
             or not kept(source.id):
+        return None
+    return source
+
+
+def plan(session: Session, site: Site, shape: str, kept: Callable[[int], bool]) -> Plan | None:
+    """What the last generation left that can be reused, or None for a full run."""
+    source = last_source(session, site, shape, kept)
+    if source is None:
         return None
     files = sorted((f for f in source.files if f.kind == "urlset"),
                    key=lambda f: f.first_url_id or 0)
@@ -89,11 +101,12 @@ def reused(file: GenerationFile) -> BuiltFile:
 
 def write_changed(reuse: Plan, writer: Callable[[int], UrlsetWriter],
                   entries: Callable[[int | None, int | None], Iterator[tuple[int, str]]],
-                  ) -> list[BuiltFile] | None:
+                  at_least: int = 2) -> list[BuiltFile] | None:
     """Keep the unchanged files of the last generation (their bodies are stored: nothing is
     copied) and write the others again (`writer(n)` writes from file number n,
     `entries(after, upto)` gives the URLs of an id range); None when that cannot keep every
-    file in its place."""
+    file in its place, or makes fewer than `at_least` files (a single file is the entry
+    sitemap, under another name, unless the site has sections)."""
     files: list[BuiltFile] = []
     last = len(reuse.files) - 1
     for i, before in enumerate(reuse.files):
@@ -105,4 +118,4 @@ def write_changed(reuse: Plan, writer: Callable[[int], UrlsetWriter],
         if i < last and len(written) != 1:
             return None  # emptied, or grown past a file: the later files would move
         files.extend(written)
-    return files if len(files) >= 2 else None
+    return files if len(files) >= at_least else None

@@ -21,9 +21,13 @@ from webapp.verify import publishing
 STREAM_OPTIONS = {"stream_results": True, "yield_per": 10_000}
 
 
-def live_urls(site_id: int, after_id: int | None = None, upto_id: int | None = None):
-    """Conditions for the site's live URLs, with ids in (after_id, upto_id] when given."""
+def live_urls(site_id: int, after_id: int | None = None, upto_id: int | None = None,
+              section: str | None = None):
+    """Conditions for the site's live URLs, with ids in (after_id, upto_id] when given, and
+    in one section when given ("" the URLs of none; see sections.py)."""
     conditions = [Url.site_id == site_id, Url.deleted_at.is_(None)]
+    if section is not None:
+        conditions.append(Url.section == section)
     if after_id is not None:
         conditions.append(Url.id > after_id)
     if upto_id is not None:
@@ -38,7 +42,7 @@ def _grouped(rows, render) -> Iterator[tuple[int, str]]:
 
 
 def _extension_streams(connection: Connection, site_id: int, images: bool, alternates: bool,
-                       id_range: tuple[int | None, int | None], results: list):
+                       id_range: tuple[int | None, int | None, str | None], results: list):
     """Fragments of each extension in use, by url id; `results` collects the open results."""
     streams = []
     if images:
@@ -62,9 +66,10 @@ def _extension_streams(connection: Connection, site_id: int, images: bool, alter
 
 def url_entries(connection: Connection, site: Site, images: bool = False,
                 alternates: bool = False, after_id: int | None = None,
-                upto_id: int | None = None) -> Iterator[tuple[int, str]]:
+                upto_id: int | None = None, section: str | None = None,
+                ) -> Iterator[tuple[int, str]]:
     """(url id, `<url>` fragment) for every live URL of the site (with an id in
-    (after_id, upto_id] when given), in id order."""
+    (after_id, upto_id] and in `section` when given), in id order."""
     default_changefreq, default_priority = site.default_changefreq, site.default_priority
     lastmod_of = publishing.lastmod_of(site.lastmod_source)
     # Each URL with its last check: what verification found leaves some out, and may date it.
@@ -72,14 +77,15 @@ def url_entries(connection: Connection, site: Site, images: bool = False,
         select(Url.id, Url.loc, Url.lastmod, Url.changefreq, Url.priority,
                UrlCheck.content_changed_at)
         .outerjoin(UrlCheck, UrlCheck.url_id == Url.id)
-        .where(*live_urls(site.id, after_id, upto_id), publishing.kept(site)).order_by(Url.id),
+        .where(*live_urls(site.id, after_id, upto_id, section), publishing.kept(site))
+        .order_by(Url.id),
         execution_options=STREAM_OPTIONS)
     results = [rows]
     # Closed however the reading ends: a streamed result is a server-side cursor on
     # PostgreSQL, which must not be left to the garbage collector when a run fails midway.
     try:
         extensions_of = _merge(_extension_streams(connection, site.id, images, alternates,
-                                                  (after_id, upto_id), results))
+                                                  (after_id, upto_id, section), results))
         for url_id, loc, lastmod, changefreq, priority, content_changed_at in rows:
             yield url_id, url_fragment(loc, lastmod_of(lastmod, content_changed_at),
                                        changefreq or default_changefreq,

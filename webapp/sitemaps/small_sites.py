@@ -86,8 +86,9 @@ class SmallRun:
 
 
 def is_small(site: Site) -> bool:
-    """Whether the site is one to generate in a batch, by its live URL count."""
-    return 0 < site.url_count <= min(SMALL_SITE, site.max_urls_per_file)
+    """Whether the site is one to generate in a batch, by its live URL count; a site with
+    sections never is (its files and index are written by `generate_site`)."""
+    return 0 < site.url_count <= min(SMALL_SITE, site.max_urls_per_file) and not site.sections
 
 
 def write_small_sites(session: Session, sites: Sequence[Site], now: datetime,
@@ -102,7 +103,7 @@ def write_small_sites(session: Session, sites: Sequence[Site], now: datetime,
     runs, others = [], []
     stamp_now = normalize_lastmod(now)
     for site in sites:
-        run = _write(site, fragments.get(site.id))
+        run = None if site.sections else _write(site, fragments.get(site.id))
         if run is None:
             others.append(site)
             continue

@@ -115,33 +115,38 @@ def check_rule(rule: str, field: str = "exclude", line: int | None = None) -> st
     return rule
 
 
+def lines_of(value: str | list[str]) -> list[str]:
+    """The lines of a setting given one per line: a list (the API's, one per item) or text,
+    where `\\n` stands for a line break when it is typed on one line."""
+    if isinstance(value, list):
+        return [line for item in value for line in str(item).replace("\r\n", "\n").split("\n")]
+    text = str(value).replace("\r\n", "\n")
+    text = re.sub(r"\\(\\|n)", lambda m: "\n" if m.group(1) == "n" else "\\", text)
+    return text.split("\n")
+
+
 def parse_exclude(value: str | list[str]) -> str | None:
     """The `exclude` setting: one rule per line (`\\n` stands for a line break on one line);
     blank lines are skipped. Stored as the rules joined by line breaks, None for none."""
-    if isinstance(value, list):  # the API's: one rule per item
-        lines = [line for item in value for line in str(item).replace("\r\n", "\n").split("\n")]
-    else:
-        text = str(value).replace("\r\n", "\n")
-        text = re.sub(r"\\(\\|n)", lambda m: "\n" if m.group(1) == "n" else "\\", text)
-        lines = text.split("\n")
-    rules = [(n, line.strip()) for n, line in enumerate(lines, start=1) if line.strip()]
+    rules = [(n, line.strip()) for n, line in enumerate(lines_of(value), start=1)
+             if line.strip()]
     if len(rules) > MAX_RULES:
         raise InvalidValue("exclude", f"{len(rules)} rules", rule_text(
             "a site may have at most %(limit)s exclusion rules", limit=MAX_RULES))
     checked = tuple(check_rule(rule, line=n) for n, rule in rules)
     if checked:
-        _check_together(checked)
+        check_together(checked)
     return "\n".join(checked) or None
 
 
-def _check_together(rules: tuple[str, ...]) -> None:
+def check_together(rules: tuple[str, ...], field: str = "exclude") -> None:
     """Rules that each compile may be too large for RE2 once joined into the one matcher every
     URL is checked with (`_any_rule`): refused here, naming the rule that tips it over, so that
     no write of a URL ever meets them."""
     if not _compiles_together(rules):
         tipping = next(rule for count, rule in enumerate(rules, start=1)
                        if not _compiles_together(rules[:count]))
-        raise InvalidValue("exclude", tipping, rule_text(
+        raise InvalidValue(field, tipping, rule_text(
             "together the rules are too large: RE2 cannot run them at once from this rule "
             "on; use fewer rules or shorter repeats (such as .{1000})")) from None
 
@@ -183,6 +188,30 @@ def _path(url: str) -> str:
     return rest[start:].partition("?")[0] if start >= 0 else "/"
 
 
+def first_match(rules: tuple[str, ...], url: str, encoding: str = "utf-8") -> str | None:
+    """The first of `rules` (globs or `re:` patterns, checked with `check_rule` and together)
+    that matches this normalised URL's path, as stored or decoded in `encoding`; None."""
+    if not rules:
+        return None
+    path, decoded = path_forms(url, encoding)
+    if not (_any_rule(rules).search(path)
+            or (decoded != path and _any_rule(rules).search(decoded))):
+        return None
+    return next((rule for rule in rules if rule_matches(rule, path, decoded)), None)
+
+
+def path_forms(url: str, encoding: str = "utf-8") -> tuple[str, str]:
+    """The path a rule is matched against: as stored, and decoded in `encoding`."""
+    path = _path(url)
+    return path, unquote(path, encoding=encoding, errors="replace") if "%" in path else path
+
+
+def rule_matches(rule: str, path: str, decoded: str) -> bool:
+    """Whether one rule matches a path in either of its forms (`path_forms`)."""
+    matcher = compile_rule(rule)
+    return bool(matcher.search(path) or (decoded != path and matcher.search(decoded)))
+
+
 @dataclass(frozen=True)
 class Rules:
     """A site's rules in a form a worker process can be handed (plain text, compiled there)."""
@@ -203,19 +232,7 @@ class Rules:
 
     def excluding(self, url: str) -> str | None:
         """The first rule that excludes this normalised URL, or None."""
-        if not self.exclude:
-            return None
-        path = _path(url)
-        decoded = unquote(path, encoding=self.encoding, errors="replace") if "%" in path \
-            else path
-        if not (_any_rule(self.exclude).search(path)
-                or (decoded != path and _any_rule(self.exclude).search(decoded))):
-            return None
-        for rule in self.exclude:
-            matcher = compile_rule(rule)
-            if matcher.search(path) or (decoded != path and matcher.search(decoded)):
-                return rule
-        return None
+        return first_match(self.exclude, url, self.encoding)
 
     def strip(self, url: str) -> tuple[str, list[str]]:
         """The URL without the query parameters `strip_params` names, and the names removed."""

@@ -35,6 +35,7 @@ def site_json(site: Site, runs: dict[int, Generation] | None = None) -> dict:
     settings = {name: getattr(site, name) for name in SETTINGS}
     settings["ping_urls"] = (site.ping_urls or "").split("\n") if site.ping_urls else []
     settings["exclude"] = site.exclude.split("\n") if site.exclude else []
+    settings["sections"] = site.sections.split("\n") if site.sections else []
     return {**settings, "url_count": site.url_count, "change_seq": site.change_seq,
             "generated_seq": site.generated_seq, "next_run_at": isoformat(site.next_run_at),
             "last_generation": generation_json(last) if last else None,
@@ -43,8 +44,9 @@ def site_json(site: Site, runs: dict[int, Generation] | None = None) -> dict:
 
 def _as_text(body: dict) -> dict[str, str | list[str]]:
     """JSON values in the text form the settings' rules read (the form `sites set` takes);
-    ping_urls and exclude stay lists, since a template may hold a comma and a rule a `\\n`."""
-    return {name: (value or []) if name in ("ping_urls", "exclude")
+    ping_urls, exclude and sections stay lists, since a template may hold a comma and a rule
+    a `\\n`."""
+    return {name: (value or []) if name in ("ping_urls", "exclude", "sections")
             else TEXT_SETTINGS[name][1](value) for name, value in body.items()}
 
 

@@ -51,6 +51,11 @@ SETTINGS = {
     "exclude": {**nullable({"type": "array", "items": STRING}),
                 "description": "exclusion rules, one per item: a path glob (/tmp/*) or re: and "
                                "a regular expression (RE2); null or [] clears them"},
+    "sections": {**nullable({"type": "array", "items": STRING}),
+                 "description": "sections, one per item: `NAME PATTERN`, a name (lower-case "
+                                "letters, digits, '-') and a path prefix (/blog/), glob or re: "
+                                "regular expression; each is published in sitemap-NAME-1.xml, "
+                                "...; the first match wins; null or [] clears them"},
     "strip_params": {**nullable(STRING), "description": "query parameters to remove from "
                      "every URL, a comma list of globs (utm_*,gclid)"},
     "discover_mode": {"type": "string", "enum": ["review", "add"]},

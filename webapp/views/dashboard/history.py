@@ -11,7 +11,7 @@ from webapp.db import get_session
 from webapp.errors import InvalidValue, NotFound
 from webapp.leases import SiteBusy
 from webapp.models import Delivery, Generation, utcnow
-from webapp.sitemaps import MissingBody, diff, get_store
+from webapp.sitemaps import MissingBody, diff, get_store, sections
 from webapp.views.auth import require
 from webapp.views.dashboard import bp, load_site
 from webapp.views.dashboard.labels import status_name
@@ -75,7 +75,8 @@ def generation(slug, generation_id):
     return render_template("dashboard/generation.html", site=site, run=run, previous=previous,
                            changes=changes, kept=new is not None, triggers=triggers(),
                            numbers=site_numbers(session, site.id,
-                                                [run.id, run.rollback_of, previous]))
+                                                [run.id, run.rollback_of, previous]),
+                           file_groups=sections.file_sections(site, run.files))
 
 
 @bp.post("/sites/<slug>/generations/<id:generation_id>/rollback")

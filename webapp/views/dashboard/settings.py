@@ -20,7 +20,7 @@ from webapp.db import get_session
 from webapp.errors import InvalidValue, NotAllowed, each_error
 from webapp.models import Site, utcnow
 from webapp.protocol import origin
-from webapp.sitemaps import get_store
+from webapp.sitemaps import get_store, sectioned
 from webapp.urls import health
 from webapp.sites import SETTINGS, site_settings, update_site
 from webapp.views.auth import demand, require
@@ -54,7 +54,20 @@ def _page(site: Site, values: dict, errors: dict[str, str], picker: dict[str, st
         robots_preview=robots, sitemap_line=f"Sitemap: {site.sitemap_url}" in robots,
         account=site.service_account, key_location=notify.indexnow.key_location(site),
         excluded_stored=health.excluded_stored(get_session(), site, scan=health.EXCLUDED_SCAN)[0],
-        **panels), status
+        section_counts=_section_counts(site), **panels), status
+
+
+def _section_counts(site: Site) -> tuple[dict[str, int] | None, bool]:
+    """How many live URLs each section holds: matched now on a site small enough, else as
+    the last generation assigned them (True), or None when not known until the next one."""
+    session = get_session()
+    found = sectioned.matching_now(session, site, site.sections)
+    if found is not None or not site.sections:
+        return found, False
+    if site.sections_assigned != site.sections:
+        return None, False
+    return {name: n for name, n in sectioned.counts(session, site).items()
+            if name is not None}, True
 
 
 @bp.route("/sites/<slug>/settings", methods=["GET", "POST"])
