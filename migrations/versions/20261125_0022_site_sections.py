@@ -2,7 +2,7 @@
 section with an index to stream one section in id order
 
 Revision ID: 0022
-Revises: 0016
+Revises: 0023
 Create Date: 2026-11-25 15:00:00.000000
 """
 
