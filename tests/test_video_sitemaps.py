@@ -192,9 +192,9 @@ def test_an_imported_sitemap_keeps_its_videos_and_names_the_ones_that_break_a_ru
     assert "video:category elements not kept (this app cannot publish them): 1" in summary
     assert "video:player_loc allow_embed elements not kept (this app cannot publish them): 1" \
         in summary
-    assert report.notes == [(third, "video 3 duration '32400': must be a whole number of seconds "
-                                 "from 1 to 28800 (8 hours) (the video was not kept; the URL "
-                                 "was)")]
+    assert report.notes == [(third, (
+        "video 3 duration '32400': must be a whole number of seconds from 1 to 28800 (8 hours) "
+        "(the video was not kept; the URL was)"))]
     page = url_of(session, f"{SHOP}watch/1")
     assert videos_of(session, [page.id])[page.id] == [
         Video(f"{SHOP}t/1.jpg", "First", "Two lines & more", "https://cdn.example.net/1.mp4",
