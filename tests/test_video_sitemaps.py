@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 
+from lxml import etree
 from sqlalchemy import select
 
 from tests.builders import make_site, make_urls
@@ -229,3 +230,15 @@ def test_a_sitemap_without_the_videos_clears_them_and_counts_the_url_updated(ses
   </url><url><loc>https://shop.example.com/plain</loc></url></urlset>""")
     assert (without.updated, without.unchanged) == (1, 1), without.summary()
     assert videos_of(session, [url_of(session, f"{SHOP}watch/1").id]) == {}
+
+
+def test_the_stylesheet_shows_how_many_videos_each_url_has(app, session):
+    site = make_site(session, stylesheet=True)
+    page, _ = make_urls(session, site, 2)
+    with_videos(session, page, FULL, MINIMAL)
+    jobs.regenerate(site.id, app)
+    files = published(app, site)
+    transform = etree.XSLT(etree.parse(str(files["sitemap.xsl"])))
+    html = transform(etree.parse(str(files["sitemap.xml"])))
+    cells = html.xpath("//td[@data-label='Videos']/text()")
+    assert cells == ["2", "0"]
