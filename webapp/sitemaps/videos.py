@@ -14,7 +14,7 @@ from sqlalchemy import Select, select
 
 from webapp.models import Url, UrlVideo
 from webapp.protocol import escape
-from webapp.urls.videos import VIDEO_FIELDS, format_rating
+from webapp.urls import VIDEO_FIELDS, format_rating
 
 VIDEO_COLUMNS = tuple(getattr(UrlVideo, name) for name in VIDEO_FIELDS)
 _YES_NO = {True: "yes", False: "no"}
