@@ -2,8 +2,8 @@
 
 Rows are read with SQLAlchemy Core (no ORM object per URL) in id order, so memory stays bounded
 whatever the size of the site and every file holds a contiguous id range; the range and digest
-recorded per file are what incremental regeneration builds on. Images and alternates are read as
-streams of their own in the same order and merged in.
+recorded per file are what incremental regeneration builds on. Images, alternates and videos are
+read as streams of their own in the same order and merged in.
 """
 
 from __future__ import annotations
