@@ -181,6 +181,9 @@ class Url(Timestamps, Base):
     alternates: Mapped[list[UrlAlternate]] = relationship(
         back_populates="url", cascade="all, delete-orphan", order_by="UrlAlternate.hreflang"
     )
+    videos: Mapped[list[UrlVideo]] = relationship(
+        back_populates="url", cascade="all, delete-orphan", order_by="UrlVideo.position"
+    )
 
     def __repr__(self) -> str:
         return f"<Url {self.id} {self.loc!r}>"
@@ -202,6 +205,44 @@ class UrlImage(Base):
 
     def __repr__(self) -> str:
         return f"<UrlImage {self.id} {self.loc!r}>"
+
+
+class UrlVideo(Base):
+    """A `video:video` entry of a page (Google video sitemap extension), in the normalised
+    form `webapp.urls.videos.normalize_video` gives: what the generator writes as it is."""
+
+    __tablename__ = "url_videos"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    url_id: Mapped[int] = mapped_column(ForeignKey("urls.id", ondelete="CASCADE"), index=True)
+    position: Mapped[int] = mapped_column(Integer, default=0)
+    thumbnail_loc: Mapped[str] = mapped_column(String(URL_LENGTH))
+    title: Mapped[str] = mapped_column(Text)
+    description: Mapped[str] = mapped_column(Text)
+    content_loc: Mapped[str | None] = mapped_column(String(URL_LENGTH))
+    player_loc: Mapped[str | None] = mapped_column(String(URL_LENGTH))
+    duration: Mapped[int | None] = mapped_column(Integer)  # seconds
+    # W3C dates as lastmod stores them: YYYY-MM-DD or YYYY-MM-DDThh:mm:ss+00:00.
+    expiration_date: Mapped[str | None] = mapped_column(String(25))
+    rating: Mapped[float | None] = mapped_column(Float)
+    view_count: Mapped[int | None] = mapped_column(BigInteger)
+    publication_date: Mapped[str | None] = mapped_column(String(25))
+    family_friendly: Mapped[bool | None] = mapped_column(Boolean)
+    restriction_relationship: Mapped[str | None] = mapped_column(String(5))  # allow, deny
+    # Space-separated upper-case ISO 3166 alpha-2 codes: "JP US".
+    restriction_countries: Mapped[str | None] = mapped_column(Text)
+    platform_relationship: Mapped[str | None] = mapped_column(String(5))
+    platforms: Mapped[str | None] = mapped_column(String(20))  # "web mobile tv"
+    requires_subscription: Mapped[bool | None] = mapped_column(Boolean)
+    uploader: Mapped[str | None] = mapped_column(String(255))
+    uploader_info: Mapped[str | None] = mapped_column(String(URL_LENGTH))
+    live: Mapped[bool | None] = mapped_column(Boolean)
+    tags: Mapped[list[str]] = mapped_column(JSON, default=list)  # at most 32
+
+    url: Mapped[Url] = relationship(back_populates="videos")
+
+    def __repr__(self) -> str:
+        return f"<UrlVideo {self.id} {self.title!r}>"
 
 
 class UrlAlternate(Base):

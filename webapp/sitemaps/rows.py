@@ -2,8 +2,8 @@
 
 Rows are read with SQLAlchemy Core (no ORM object per URL) in id order, so memory stays bounded
 whatever the size of the site and every file holds a contiguous id range; the range and digest
-recorded per file are what incremental regeneration builds on. Images and alternates are read as
-streams of their own in the same order and merged in.
+recorded per file are what incremental regeneration builds on. Images, alternates and videos are
+read as streams of their own in the same order and merged in.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from webapp.models import Site, Url, UrlAlternate, UrlCheck, UrlImage
 from webapp.sitemaps.build import alternate_fragment, image_fragment, url_fragment
+from webapp.sitemaps.videos import site_video_rows, video_fragment
 from webapp.verify import publishing
 
 STREAM_OPTIONS = {"stream_results": True, "yield_per": 10_000}
@@ -42,7 +43,8 @@ def _grouped(rows, render) -> Iterator[tuple[int, str]]:
 
 
 def _extension_streams(connection: Connection, site_id: int, images: bool, alternates: bool,
-                       id_range: tuple[int | None, int | None, str | None], results: list):
+                       id_range: tuple[int | None, int | None, str | None], results: list,
+                       videos: bool = False):
     """Fragments of each extension in use, by url id; `results` collects the open results."""
     streams = []
     if images:
@@ -61,13 +63,18 @@ def _extension_streams(connection: Connection, site_id: int, images: bool, alter
             execution_options=STREAM_OPTIONS)
         results.append(rows)
         streams.append(_grouped(rows, alternate_fragment))
+    if videos:
+        rows = connection.execute(site_video_rows(site_id, *id_range),
+                                  execution_options=STREAM_OPTIONS)
+        results.append(rows)
+        streams.append(_grouped(rows, video_fragment))
     return streams
 
 
 def url_entries(connection: Connection, site: Site, images: bool = False,
                 alternates: bool = False, after_id: int | None = None,
                 upto_id: int | None = None, section: str | None = None,
-                ) -> Iterator[tuple[int, str]]:
+                videos: bool = False) -> Iterator[tuple[int, str]]:
     """(url id, `<url>` fragment) for every live URL of the site (with an id in
     (after_id, upto_id] and in `section` when given), in id order."""
     default_changefreq, default_priority = site.default_changefreq, site.default_priority
@@ -85,7 +92,7 @@ def url_entries(connection: Connection, site: Site, images: bool = False,
     # PostgreSQL, which must not be left to the garbage collector when a run fails midway.
     try:
         extensions_of = _merge(_extension_streams(connection, site.id, images, alternates,
-                                                  (after_id, upto_id, section), results))
+                                                  (after_id, upto_id, section), results, videos))
         for url_id, loc, lastmod, changefreq, priority, content_changed_at in rows:
             yield url_id, url_fragment(loc, lastmod_of(lastmod, content_changed_at),
                                        changefreq or default_changefreq,

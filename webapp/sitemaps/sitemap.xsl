@@ -5,9 +5,10 @@
     xmlns:xsl="http://www.w3.org/1999/XSL/Transform"
     xmlns:sm="http://www.sitemaps.org/schemas/sitemap/0.9"
     xmlns:image="http://www.google.com/schemas/sitemap-image/1.1"
+    xmlns:video="http://www.google.com/schemas/sitemap-video/1.1"
     xmlns:xhtml="http://www.w3.org/1999/xhtml"
     xmlns:display="urn:sitemap-dashboard:display"
-    exclude-result-prefixes="sm image xhtml display">
+    exclude-result-prefixes="sm image video xhtml display">
   <xsl:output method="html" encoding="UTF-8" indent="yes" doctype-system="about:legacy-compat"/>
   <!-- Set by the server-side view: links from an index then lead to the view of each file. -->
   <xsl:param name="folder" select="''"/>
@@ -25,6 +26,7 @@
   <xsl:param name="col_changefreq" select="'Change frequency'"/>
   <xsl:param name="col_priority" select="'Priority'"/>
   <xsl:param name="col_images" select="'Images'"/>
+  <xsl:param name="col_videos" select="'Videos'"/>
   <xsl:param name="col_languages" select="'Languages'"/>
   <xsl:template match="/">
     <html lang="{$lang}">
@@ -106,7 +108,7 @@
     <table>
       <thead>
         <tr><th scope="col"><xsl:value-of select="$col_url"/></th><th scope="col"><xsl:value-of select="$col_lastmod"/></th><th scope="col"><xsl:value-of select="$col_changefreq"/></th>
-          <th scope="col"><xsl:value-of select="$col_priority"/></th><th scope="col"><xsl:value-of select="$col_images"/></th><th scope="col"><xsl:value-of select="$col_languages"/></th></tr>
+          <th scope="col"><xsl:value-of select="$col_priority"/></th><th scope="col"><xsl:value-of select="$col_images"/></th><th scope="col"><xsl:value-of select="$col_videos"/></th><th scope="col"><xsl:value-of select="$col_languages"/></th></tr>
       </thead>
       <tbody>
         <xsl:for-each select="sm:url">
@@ -116,6 +118,7 @@
             <td data-label="{$col_changefreq}"><xsl:value-of select="sm:changefreq"/></td>
             <td data-label="{$col_priority}"><xsl:value-of select="sm:priority"/></td>
             <td data-label="{$col_images}"><xsl:value-of select="count(image:image)"/></td>
+            <td data-label="{$col_videos}"><xsl:value-of select="count(video:video)"/></td>
             <td data-label="{$col_languages}"><xsl:for-each select="xhtml:link"><xsl:value-of select="@hreflang"/><xsl:text> </xsl:text></xsl:for-each></td>
           </tr>
         </xsl:for-each>

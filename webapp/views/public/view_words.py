@@ -37,6 +37,7 @@ WORDS = {
     "col_changefreq": view_text("Change frequency"),
     "col_priority": view_text("Priority"),
     "col_images": view_text("Images"),
+    "col_videos": view_text("Videos"),
     "col_languages": view_text("Languages"),
 }
 
