@@ -19,6 +19,8 @@ from webapp.models import Url
 from webapp.sitemaps import get_store
 from webapp.sitemaps.build import Limits, UrlsetWriter, url_fragment, urlset_open
 from webapp.sitemaps.videos import video_fragment
+from webapp.sites import update_site
+from webapp.urls import save_url
 from webapp.urls.video_store import videos_of, write_videos
 from webapp.urls.videos import Video, normalize_video
 
@@ -93,6 +95,22 @@ def test_the_video_namespace_is_declared_only_while_the_site_has_videos(app, ses
     session.commit()
     jobs.regenerate(site.id, app)
     assert "xmlns:video" not in published(app, site)["sitemap.xml"].read_text()
+
+
+def test_a_site_with_sections_publishes_its_videos_in_the_section_file(app, session):
+    site = make_site(session)
+    update_site(session, site, {"sections": "watch /watch/"})
+    session.commit()
+    save_url(session, site, SHOP + "watch/1")
+    save_url(session, site, SHOP + "about")
+    session.commit()
+    with_videos(session, SHOP + "watch/1", FULL)
+    jobs.regenerate(site.id, app)
+
+    served = published(app, site)
+    section = parse(served["sitemap-watch-1.xml"])  # valid by sitemap-video.xsd
+    assert [v.findtext(f"{V}title") for v in section.iter(f"{V}video")] == [FULL["title"]]
+    assert "xmlns:video" in served["sitemap-watch-1.xml"].read_text()
 
 
 def test_a_changed_video_rewrites_only_its_file_and_the_same_one_rewrites_nothing(app, session):
@@ -193,7 +211,7 @@ def test_an_imported_sitemap_keeps_its_videos_and_names_the_ones_that_break_a_ru
     assert "video:category elements not kept (this app cannot publish them): 1" in summary
     assert "video:player_loc allow_embed elements not kept (this app cannot publish them): 1" \
         in summary
-    assert report.notes == [(third, (
+    assert report.english_notes() == [(third, (
         "video 3 duration '32400': must be a whole number of seconds from 1 to 28800 (8 hours) "
         "(the video was not kept; the URL was)"))]
     page = url_of(session, f"{SHOP}watch/1")

@@ -142,7 +142,8 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
             files = sectioned.write_files(
                 session, site, layout, kept, folder, header, limits,
                 lambda name, after, upto: url_entries(session.connection(), site, images,
-                                                      alternates, after, upto, name),
+                                                      alternates, after, upto, name,
+                                                      videos=videos),
                 generation.change_seq, progress)
         elif reuse is not None:
             connection = session.connection()

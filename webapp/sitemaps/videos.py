@@ -78,9 +78,9 @@ def video_rows(*conditions, with_site: bool = True) -> Select:
 
 
 def site_video_rows(site_id: int, after_id: int | None = None,
-                    upto_id: int | None = None) -> Select:
+                    upto_id: int | None = None, section: str | None = None) -> Select:
     """(url id, the video's columns...) of the site's live URLs with ids in
-    (after_id, upto_id] when given, in video_rows' order.
+    (after_id, upto_id] and in `section` when given, in video_rows' order.
 
     Read from the videos' side, in their url_id index, each URL found by its key (as
     rows.uses does it): `site_id + 0` keeps SQLite from walking every URL of the site first
@@ -90,4 +90,6 @@ def site_video_rows(site_id: int, after_id: int | None = None,
         conditions.append(UrlVideo.url_id > after_id)
     if upto_id is not None:
         conditions.append(UrlVideo.url_id <= upto_id)
+    if section is not None:
+        conditions.append(Url.section == section)
     return video_rows(*conditions, with_site=False)
