@@ -32,9 +32,11 @@ _HOMES = {
     "import_urls": "importing",
     "check_source_url": "sources", "fetch_source": "sources", "import_opened": "sources",
     "open_import": "sources",
+    "find_url": "edit",
+    "read_videos_file": "video_json", "videos_json": "video_json",
 }
 
-_MODULES = ("health", "hreflang")  # used as a whole: health.warnings(...)
+_MODULES = ("health", "hreflang", "videos")  # used as a whole: health.warnings(...)
 
 __all__ = [*_MODULES, *_HOMES]
 
