@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from webapp.errors import InvalidValue, each_error, rule_text
-from webapp.urls.videos import Video, normalize_video
+from webapp.urls.videos import Video, format_rating, normalize_video
 
 # column -> the Video field it holds (restrictions and platforms: two fields, see _split_pair)
 TEXT_COLUMNS = {
@@ -37,7 +37,13 @@ TEXT_COLUMNS = {
 }
 PAIR_COLUMNS = {"video_restrictions": ("restriction_relationship", "restriction_countries"),
                 "video_platforms": ("platform_relationship", "platforms")}
-VIDEO_COLUMNS = (*TEXT_COLUMNS, *PAIR_COLUMNS, "video_tags")
+# In the order of a video's fields (the order an export writes them).
+VIDEO_COLUMNS = (
+    "video_thumbnail_locs", "video_titles", "video_descriptions", "video_content_locs",
+    "video_player_locs", "video_durations", "video_expiration_dates", "video_ratings",
+    "video_view_counts", "video_publication_dates", "video_family_friendly",
+    "video_restrictions", "video_platforms", "video_requires_subscription", "video_uploaders",
+    "video_uploader_infos", "video_live", "video_tags")
 ANCHOR = "video_thumbnail_locs"
 BOOLEANS = ("family_friendly", "requires_subscription", "live")
 # The field each column's errors name, back to the column (an error names what the person wrote).
@@ -75,7 +81,8 @@ def _tags(line: str) -> list[str]:
     if escaped:
         current.append("\\")
     tags.append("".join(current))
-    return [tag for tag in (_unescape(tag).strip() for tag in tags) if tag]
+    # An empty tag (`a,,b`) is kept, for the rules to refuse: nothing is dropped unsaid.
+    return [_unescape(tag).strip() for tag in tags] if line.strip() else []
 
 
 def _lines(column: str, cell: str, count: int) -> list[str]:
@@ -143,28 +150,23 @@ def _cell(lines: list[str]) -> str:
 
 def export_cells(videos: Sequence[Video]) -> list[str]:
     """The cells of a URL's videos in the order of VIDEO_COLUMNS, as read_videos reads them."""
-    cells = []
-    for name in TEXT_COLUMNS.values():
-        values = [getattr(video, name) for video in videos]
-        if name in BOOLEANS:
-            lines = [_yes_no(value) for value in values]
-        else:
-            lines = ["" if value is None else _escape(str(value)) for value in values]
-        cells.append(_cell(lines))
-    for relationship, listed in PAIR_COLUMNS.values():
-        cells.append(_cell([
-            f"{getattr(video, relationship)} {_joined(getattr(video, listed))}".strip()
-            if getattr(video, relationship) else "" for video in videos]))
-    cells.append(_cell([", ".join(_escape(tag, comma=True) for tag in video.tags or ())
-                        for video in videos]))
-    return cells
+    return [_cell([_line(column, video) for video in videos]) for column in VIDEO_COLUMNS]
 
 
-def _joined(values: object) -> str:
-    if values is None:
+def _line(column: str, video: Video) -> str:
+    """A video's line of a column."""
+    if column == "video_tags":
+        return ", ".join(_escape(tag, comma=True) for tag in video.tags)
+    if column in PAIR_COLUMNS:
+        relationship, listed = (getattr(video, name) for name in PAIR_COLUMNS[column])
+        return f"{relationship} {listed}" if relationship else ""
+    name = TEXT_COLUMNS[column]
+    value = getattr(video, name)
+    if value is None:
         return ""
-    return values if isinstance(values, str) else " ".join(values)
-
+    if name in BOOLEANS:
+        return _yes_no(value)
+    return format_rating(value) if name == "rating" else _escape(str(value))
 
 
 def without_anchor(header: Sequence[str]) -> str | None:
