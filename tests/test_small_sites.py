@@ -11,6 +11,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import event, func, select, update
 
+from tests import sitemap_schema
 from tests.builders import make_site, make_urls
 from tests.test_generate import published
 from webapp import jobs, leases, notify
@@ -24,6 +25,7 @@ from webapp.models import (
     Url,
     UrlAlternate,
     UrlImage,
+    UrlVideo,
     utcnow,
 )
 from webapp.sitemaps import SitemapStore, build, get_store, small_sites
@@ -48,7 +50,7 @@ def served_bytes(app, site) -> dict[str, bytes]:
 
 
 def rich_site(session, name: str, **settings) -> Site:
-    """A small site with images, alternates, defaults and non-ASCII text."""
+    """A small site with images, alternates, videos, defaults and non-ASCII text."""
     site = make_site(session, name, f"https://{name.lower()}.example.com/", **settings)
     locs = make_urls(session, site, 30, lastmod="2026-03-01")
     urls = session.scalars(select(Url).where(Url.site_id == site.id).order_by(Url.id)).all()
@@ -60,6 +62,16 @@ def rich_site(session, name: str, **settings) -> Site:
         UrlImage(url_id=urls[5].id, loc=f"{locs[5]}/c.jpg", position=0),
         UrlAlternate(url_id=urls[1].id, hreflang="en", href=locs[1]),
         UrlAlternate(url_id=urls[1].id, hreflang="ja", href=locs[2]),
+        UrlVideo(url_id=urls[1].id, position=0, thumbnail_loc=f"{locs[1]}/t.jpg",
+                 title="Tôkyô & <Kyoto>", description="動画", player_loc=f"{locs[1]}/player",
+                 duration=60, rating=4.5, restriction_relationship="deny",
+                 restriction_countries="JP US", tags=["a&b", "c"], live=False),
+        UrlVideo(url_id=urls[1].id, position=1, thumbnail_loc=f"{locs[1]}/u.jpg", title="Two",
+                 description="Second", content_loc="https://cdn.example.net/2.mp4", tags=[]),
+        UrlVideo(url_id=urls[6].id, position=0, thumbnail_loc=f"{locs[6]}/t.jpg", title="Six",
+                 description="Sixth", content_loc="https://cdn.example.net/6.mp4", tags=[],
+                 uploader="Me", uploader_info=f"{locs[6]}/me", platform_relationship="allow",
+                 platforms="web tv"),
     ])
     session.commit()
     return site
@@ -79,6 +91,8 @@ def test_a_batch_publishes_the_bytes_a_run_of_its_own_publishes(app, session, se
     assert jobs.generate_many_if_due([site.id], app) == {site.id: "succeeded"}
     batch = served_bytes(app, site)
     assert gzip.decompress(batch["sitemap.xml.gz"]) == batch["sitemap.xml"]
+    assert batch["sitemap.xml"].count(b"<video:video>") == 3
+    sitemap_schema.parse(published(app, site)["sitemap.xml"])
     assert ("sitemap.xsl" in batch) == (settings.get("stylesheet", False))
     # A run of its own writes the very same set: nothing to publish.
     assert jobs.regenerate(site.id, app).status == "unchanged"

@@ -21,6 +21,7 @@ from webapp.errors import InvalidValue, Note, RuleText, rule_text
 
 SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 IMAGE_NS = "http://www.google.com/schemas/sitemap-image/1.1"
+VIDEO_NS = "http://www.google.com/schemas/sitemap-video/1.1"
 XHTML_NS = "http://www.w3.org/1999/xhtml"
 
 MAX_URLS_PER_FILE = 50_000  # §1.7, for a urlset and for an index alike

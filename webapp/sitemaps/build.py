@@ -23,6 +23,7 @@ from webapp.protocol import (
     MAX_FILE_BYTES,
     MAX_URLS_PER_FILE,
     SITEMAP_NS,
+    VIDEO_NS,
     XHTML_NS,
     escape,
     format_priority,
@@ -82,13 +83,16 @@ def _prolog(stylesheet: str | None) -> str:
     return f'{XML_DECLARATION}<?xml-stylesheet type="text/xsl" href="{escape(stylesheet)}"?>\n'
 
 
-def urlset_open(images: bool = False, alternates: bool = False, stylesheet: str | None = None) -> str:
+def urlset_open(images: bool = False, alternates: bool = False, stylesheet: str | None = None,
+                videos: bool = False) -> str:
     """The prolog and `<urlset>` start tag, declaring only the namespaces in use."""
     namespaces = f' xmlns="{SITEMAP_NS}"'
     if images:
         namespaces += f' xmlns:image="{IMAGE_NS}"'
     if alternates:
         namespaces += f' xmlns:xhtml="{XHTML_NS}"'
+    if videos:
+        namespaces += f' xmlns:video="{VIDEO_NS}"'
     return f"{_prolog(stylesheet)}<urlset{namespaces}>\n"
 
 

@@ -17,7 +17,15 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from webapp.models import Generation, GenerationFile, Site, UrlAlternate, UrlImage, utcnow
+from webapp.models import (
+    Generation,
+    GenerationFile,
+    Site,
+    UrlAlternate,
+    UrlImage,
+    UrlVideo,
+    utcnow,
+)
 from webapp.protocol import directory, normalize_lastmod
 from webapp.sitemaps import incremental
 from webapp.sitemaps.build import (
@@ -117,8 +125,9 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
     stem = entry_name(site).removesuffix(".xml")
     images = uses(session, site.id, UrlImage)
     alternates = uses(session, site.id, UrlAlternate)
+    videos = uses(session, site.id, UrlVideo)
     stylesheet = f"{stem}.xsl" if site.stylesheet else None
-    header = urlset_open(images, alternates, stylesheet)
+    header = urlset_open(images, alternates, stylesheet, videos=videos)
     # Kept aside until the files are recorded: setting it now would make the next query
     # write it, and on SQLite hold the database's one write lock for the whole run.
     layout = incremental.layout(site, header, limits, entry_name(site))
@@ -132,7 +141,7 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
                 reuse, lambda first_number: UrlsetWriter(
                     folder, stem, header, limits, first_number=first_number),
                 lambda after, upto: url_entries(connection, site, images, alternates, after,
-                                                upto))
+                                                upto, videos=videos))
             if files is not None:
                 check_index_size(len(files), limits)
         if files is None:
@@ -140,7 +149,8 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
             live = live_count(session, site.id)
             check_index_size(-(-live // limits.max_urls), limits)  # before writing anything
             writer = UrlsetWriter(folder, stem, header, limits)
-            with closing(url_entries(session.connection(), site, images, alternates)) as entries:
+            with closing(url_entries(session.connection(), site, images, alternates,
+                                     videos=videos)) as entries:
                 files = writer.write(counted(entries, live, progress) if progress else entries)
         if not files:
             stylesheet = None  # nothing to render

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from webapp.models import Site, Url, UrlAlternate, UrlCheck, UrlImage
 from webapp.sitemaps.build import alternate_fragment, image_fragment, url_fragment
+from webapp.sitemaps.videos import video_fragment, video_rows
 from webapp.verify import publishing
 
 STREAM_OPTIONS = {"stream_results": True, "yield_per": 10_000}
@@ -38,7 +39,8 @@ def _grouped(rows, render) -> Iterator[tuple[int, str]]:
 
 
 def _extension_streams(connection: Connection, site_id: int, images: bool, alternates: bool,
-                       id_range: tuple[int | None, int | None], results: list):
+                       id_range: tuple[int | None, int | None], results: list,
+                       videos: bool = False):
     """Fragments of each extension in use, by url id; `results` collects the open results."""
     streams = []
     if images:
@@ -57,12 +59,17 @@ def _extension_streams(connection: Connection, site_id: int, images: bool, alter
             execution_options=STREAM_OPTIONS)
         results.append(rows)
         streams.append(_grouped(rows, alternate_fragment))
+    if videos:
+        rows = connection.execute(video_rows(*live_urls(site_id, *id_range)),
+                                  execution_options=STREAM_OPTIONS)
+        results.append(rows)
+        streams.append(_grouped((row[1:] for row in rows), video_fragment))
     return streams
 
 
 def url_entries(connection: Connection, site: Site, images: bool = False,
                 alternates: bool = False, after_id: int | None = None,
-                upto_id: int | None = None) -> Iterator[tuple[int, str]]:
+                upto_id: int | None = None, videos: bool = False) -> Iterator[tuple[int, str]]:
     """(url id, `<url>` fragment) for every live URL of the site (with an id in
     (after_id, upto_id] when given), in id order."""
     default_changefreq, default_priority = site.default_changefreq, site.default_priority
@@ -79,7 +86,7 @@ def url_entries(connection: Connection, site: Site, images: bool = False,
     # PostgreSQL, which must not be left to the garbage collector when a run fails midway.
     try:
         extensions_of = _merge(_extension_streams(connection, site.id, images, alternates,
-                                                  (after_id, upto_id), results))
+                                                  (after_id, upto_id), results, videos))
         for url_id, loc, lastmod, changefreq, priority, content_changed_at in rows:
             yield url_id, url_fragment(loc, lastmod_of(lastmod, content_changed_at),
                                        changefreq or default_changefreq,

@@ -60,6 +60,7 @@ from webapp.sitemaps.generate import (
     stylesheet_entry,
 )
 from webapp.sitemaps.publish import Entry, NewSet, SitemapStore, same_stylesheet
+from webapp.sitemaps.videos import video_fragment, video_rows
 from webapp.verify import publishing
 
 # A site of at most this many live URLs is generated in a batch (when they fit in one file).
@@ -130,11 +131,11 @@ def _write(site: Site, urls: SiteUrls | None) -> SmallRun | None:
     """The site's one urlset file in memory, or None when it would not be one file."""
     if urls is None:
         return None
-    fragments, images, alternates, first_id, last_id = urls
+    fragments, images, alternates, first_id, last_id, videos = urls
     limits = Limits(max_urls=site.max_urls_per_file)
     name = entry_name(site)
     stylesheet = f"{name.removesuffix('.xml')}.xsl" if site.stylesheet else None
-    header = urlset_open(images, alternates, stylesheet)
+    header = urlset_open(images, alternates, stylesheet, videos=videos)
     body = (header + "".join(fragments) + URLSET_CLOSE).encode()
     if len(fragments) > limits.max_urls or len(body) > limits.max_bytes:
         return None
@@ -167,6 +168,7 @@ class SiteUrls(NamedTuple):
     alternates: bool
     first_id: int
     last_id: int
+    videos: bool = False
 
 
 def _url_fragments(session: Session, sites: Sequence[Site]) -> dict[int, SiteUrls]:
@@ -185,12 +187,17 @@ def _url_fragments(session: Session, sites: Sequence[Site]) -> dict[int, SiteUrl
         image_sites.add(site_id)
     alternates: dict[int, str] = {}
     alternate_sites: set[int] = set()
+    video_sites: set[int] = set()
     for site_id, url_id, hreflang, href in connection.execute(
             select(Url.site_id, UrlAlternate.url_id, UrlAlternate.hreflang, UrlAlternate.href)
             .join(Url, Url.id == UrlAlternate.url_id).where(*live)
             .order_by(UrlAlternate.url_id, UrlAlternate.hreflang)).all():
         alternates[url_id] = alternates.get(url_id, "") + alternate_fragment(hreflang, href)
         alternate_sites.add(site_id)
+    # Videos follow a URL's alternates, as rows.url_entries writes them: kept with them.
+    for site_id, url_id, *video in connection.execute(video_rows(*live)).all():
+        alternates[url_id] = alternates.get(url_id, "") + video_fragment(*video)
+        video_sites.add(site_id)
     extended = bool(images or alternates)
     rows = connection.execute(
         select(Url.site_id, Url.id, Url.loc, Url.lastmod, Url.changefreq, Url.priority,
@@ -212,7 +219,8 @@ def _url_fragments(session: Session, sites: Sequence[Site]) -> dict[int, SiteUrl
             priority_default if priority is None else priority,
             images.get(url_id, "") + alternates.get(url_id, "") if extended else "")
             for _, url_id, loc, lastmod, changefreq, priority, _, changed_at in urls],
-            site_id in image_sites, site_id in alternate_sites, urls[0][1], urls[-1][1])
+            site_id in image_sites, site_id in alternate_sites, urls[0][1], urls[-1][1],
+            site_id in video_sites)
     return found
 
 
