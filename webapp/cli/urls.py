@@ -136,7 +136,8 @@ def urls_delete(site_ref, loc):
 @friendly_errors
 def urls_import(site_ref, source, encoding, rewrite_origin):
     """Import a CSV (header loc,lastmod,changefreq,priority,images,image_titles,
-    image_captions,alternates, as `urls export` writes), a list of URLs one per line, or a
+    image_captions,alternates and video_thumbnail_locs, video_titles, ... as the README lists
+    them and `urls export` writes), a list of URLs one per line, or a
     sitemap (urlset or index, plain or gzip, with its images and hreflang alternates) from a
     file or an http(s) URL.
 
