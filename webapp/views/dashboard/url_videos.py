@@ -12,6 +12,7 @@ from flask_babel import lazy_gettext as _l
 
 from webapp.models import Url
 from webapp.urls import videos as video_rules
+from webapp.views.display import readable_url
 
 MAX_SHOWN = 100  # fieldsets a form may post back; more is not a person typing
 BOOLEANS = ("family_friendly", "requires_subscription", "live")
@@ -44,16 +45,19 @@ HELP = {
 _ERROR = re.compile(r"video (\d+)(?: (\w+))?")
 
 
-def typed_from_url(url: Url) -> list[dict[str, str]]:
-    """The stored videos as the form shows them: every field as text."""
-    return [_typed(video_rules.Video.from_row(video)) for video in url.videos]
+def typed_from_url(url: Url, encoding: str) -> list[dict[str, str]]:
+    """The stored videos as the form shows them: every field as text, URLs decoded (saving
+    normalises them back to the same encoded URLs)."""
+    return [_typed(video_rules.Video.from_row(video), encoding) for video in url.videos]
 
 
-def _typed(video: video_rules.Video) -> dict[str, str]:
+def _typed(video: video_rules.Video, encoding: str) -> dict[str, str]:
     typed = {}
     for name in video_rules.VIDEO_FIELDS:
         value = getattr(video, name)
-        if name == "tags":
+        if name.endswith(("_loc", "_info")) and value:
+            typed[name] = readable_url(value, encoding)
+        elif name == "tags":
             typed[name] = "\n".join(value)
         elif isinstance(value, bool):
             typed[name] = "yes" if value else "no"

@@ -178,7 +178,7 @@ def url_edit(slug, url_id):
     url = _load_url(site, url_id)
     errors: dict[str, str] = {}
     form = request.form
-    videos = url_videos.typed_from_url(url)
+    videos = url_videos.typed_from_url(url, site.encoding)
     if request.method == "POST":
         demand("editor")
         videos = url_videos.typed_from_form(form)
