@@ -10,6 +10,12 @@ and the set published there) and (2) a floor: a
 bare loop that reads the same rows with the driver (sqlite3, or psycopg with a server-side
 cursor) and writes the same XML files with plain string formatting and gzip level 6 twins. Both outputs are compared byte for byte, so the floor does the
 same work. Prints seconds, ratio, and peak RSS of each child.
+
+    python bench/generate.py --extensions --urls 1000000
+
+With --extensions: the same site generated twice, each in a fresh database and child process,
+without extensions and with them (add_extensions: 10% of the URLs carry a video); prints both
+times and their ratio (the target is 1.5 at most).
 """
 
 from __future__ import annotations
@@ -58,6 +64,43 @@ def build_database(path: Path, urls: int) -> None:
             " VALUES (1, ?, ?, ?, ?, ?, ?)",
             ((synthetic_loc(n), synthetic_lastmod(n), CHANGEFREQS[n % 4], PRIORITIES[n % 4], now, now)
              for n in range(urls)))
+
+
+def add_extensions(db: str, urls: int) -> None:
+    """The extension rows of the --extensions run, each kind loaded by a function of its own."""
+    add_videos(db, urls)
+
+
+def add_videos(db: str, urls: int) -> None:
+    """A video on every tenth URL (ids 1, 11, 21, ...), with the fields a video site fills in,
+    every fourth with tags and a restriction as well."""
+    from sqlalchemy import create_engine, insert
+
+    from webapp.models import UrlVideo
+
+    def video(n: int) -> dict:
+        url_id = n * 10 + 1
+        tagged = n % 4 == 0
+        return {"url_id": url_id, "position": 0, "thumbnail_loc": f"{BASE}thumbs/{n}.jpg",
+                "title": f"How to choose item {n} & its size",
+                "description": f"A {n % 9 + 1}-minute walk through item {n}: what it is made "
+                               "of, how it wears, and how it compares with the others.",
+                "content_loc": f"https://cdn.example.net/videos/{n}.mp4",
+                "player_loc": f"{BASE}player?video={n}" if n % 2 else None,
+                "duration": 60 + n % 3600, "rating": (n % 50) / 10,
+                "view_count": n * 37 % 100_000, "publication_date": "2026-03-01",
+                "family_friendly": True, "live": False,
+                "restriction_relationship": "allow" if tagged else None,
+                "restriction_countries": "JP US GB" if tagged else None,
+                "tags": ["how-to", f"category-{n % 97}"] if tagged else []}
+
+    engine = create_engine(db)
+    with engine.begin() as connection:
+        count = -(-urls // 10)
+        for start in range(0, count, 10_000):
+            connection.execute(insert(UrlVideo), [video(n) for n in
+                                                  range(start, min(start + 10_000, count))])
+    engine.dispose()
 
 
 def run_app(db: str, out: Path) -> dict:
@@ -203,10 +246,15 @@ def main() -> None:
     parser.add_argument("--urls", type=int, nargs="+", default=[100_000])
     parser.add_argument("--postgresql", default=os.environ.get("TEST_POSTGRESQL_URL"),
                         help="also measure on this PostgreSQL database, in a schema of its own")
+    parser.add_argument("--extensions", action="store_true",
+                        help="compare a run with extensions (videos) against one without")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(*args.child)
+        return
+    if args.extensions:
+        compare_extensions(args.urls, args.postgresql)
         return
     print(f"{'database':<10} {'urls':>9} {'app s':>7} {'floor s':>7} {'ratio':>6} {'app MB':>7} "
           f"{'floor MB':>8} {'files':>5}  same bytes")
@@ -241,6 +289,49 @@ def main() -> None:
                   f"{sizes[0]} URLs")
     print(f"(python {sys.version.split()[0]}, sqlite {sqlite3.sqlite_version}, "
           f"{os.cpu_count()} cores)")
+
+
+def site_database(kind: str, urls: int, folder: Path, server_url: str | None,
+                  schema: str) -> str:
+    """A fresh database (SQLite in `folder`, or a PostgreSQL schema) with the synthetic site."""
+    if kind == "sqlite":
+        build_database(folder / "bench.db", urls)
+        return f"sqlite:///{folder / 'bench.db'}"
+    db = postgresql_site_database(server_url, schema)
+    copy_urls(db, ((synthetic_loc(n), synthetic_lastmod(n), CHANGEFREQS[n % 4],
+                    PRIORITIES[n % 4]) for n in range(urls)))
+    return db
+
+
+def compare_extensions(sizes: list[int], server_url: str | None) -> None:
+    """The app's run without extensions and with them, each on a fresh database."""
+    print(f"{'database':<10} {'urls':>9} {'plain s':>7} {'ext s':>7} {'ratio':>6} "
+          f"{'plain MB':>8} {'ext MB':>7} {'plain files':>11} {'ext files':>9} {'ext bytes':>11}")
+    for kind in ["sqlite"] + (["postgresql"] if server_url else []):
+        for urls in sizes:
+            runs = {}
+            for extended in (False, True):
+                with tempfile.TemporaryDirectory(prefix="bench-generate-") as tmp:
+                    tmp_path = Path(tmp)
+                    schema = f"bench_extensions_{os.getpid()}"
+                    db = site_database(kind, urls, tmp_path, server_url, schema)
+                    try:
+                        if extended:
+                            add_extensions(db, urls)
+                        runs[extended] = measure("app", db, tmp_path / "app")
+                        runs[extended]["bytes"] = sum(
+                            p.stat().st_size for p in Path(runs[extended]["folder"]).iterdir()
+                            if p.suffix == ".xml")
+                    finally:
+                        if kind == "postgresql":
+                            drop_schema(server_url, schema)
+            plain, ext = runs[False], runs[True]
+            print(f"{kind:<10} {urls:>9} {plain['seconds']:>7.2f} {ext['seconds']:>7.2f} "
+                  f"{ext['seconds'] / plain['seconds']:>6.2f} {plain['peak_mb']:>8.1f} "
+                  f"{ext['peak_mb']:>7.1f} {plain['files']:>11} {ext['files']:>9} "
+                  f"{ext['bytes']:>11}", flush=True)
+    print(f"(python {sys.version.split()[0]}, sqlite {sqlite3.sqlite_version}, "
+          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f})")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ WRAPPER = """<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema">
 </xs:schema>"""
 NS = {"sm": "http://www.sitemaps.org/schemas/sitemap/0.9",
       "image": "http://www.google.com/schemas/sitemap-image/1.1",
+      "video": "http://www.google.com/schemas/sitemap-video/1.1",
       "xhtml": "http://www.w3.org/1999/xhtml"}
 
 

@@ -43,7 +43,7 @@ def _describe(before: tuple, after: tuple) -> str:
     parts = [f"{name} {old or '-'} -> {new or '-'}"
              for name, old, new in zip(_FIELDS, before, after) if old != new]
     if before[-1] != after[-1]:
-        parts.append("images or alternates changed")
+        parts.append("images, alternates or videos changed")
     return ", ".join(parts)
 
 

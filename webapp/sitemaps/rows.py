@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from webapp.models import Site, Url, UrlAlternate, UrlCheck, UrlImage
 from webapp.sitemaps.build import alternate_fragment, image_fragment, url_fragment
-from webapp.sitemaps.videos import video_fragment, video_rows
+from webapp.sitemaps.videos import site_video_rows, video_fragment
 from webapp.verify import publishing
 
 STREAM_OPTIONS = {"stream_results": True, "yield_per": 10_000}
@@ -60,10 +60,10 @@ def _extension_streams(connection: Connection, site_id: int, images: bool, alter
         results.append(rows)
         streams.append(_grouped(rows, alternate_fragment))
     if videos:
-        rows = connection.execute(video_rows(*live_urls(site_id, *id_range)),
+        rows = connection.execute(site_video_rows(site_id, *id_range),
                                   execution_options=STREAM_OPTIONS)
         results.append(rows)
-        streams.append(_grouped((row[1:] for row in rows), video_fragment))
+        streams.append(_grouped(rows, video_fragment))
     return streams
 
 

@@ -5,9 +5,10 @@
     xmlns:xsl="http://www.w3.org/1999/XSL/Transform"
     xmlns:sm="http://www.sitemaps.org/schemas/sitemap/0.9"
     xmlns:image="http://www.google.com/schemas/sitemap-image/1.1"
+    xmlns:video="http://www.google.com/schemas/sitemap-video/1.1"
     xmlns:xhtml="http://www.w3.org/1999/xhtml"
     xmlns:display="urn:sitemap-dashboard:display"
-    exclude-result-prefixes="sm image xhtml display">
+    exclude-result-prefixes="sm image video xhtml display">
   <xsl:output method="html" encoding="UTF-8" indent="yes" doctype-system="about:legacy-compat"/>
   <!-- Set by the server-side view: links from an index then lead to the view of each file. -->
   <xsl:param name="folder" select="''"/>
@@ -87,7 +88,8 @@
     <table>
       <thead>
         <tr><th scope="col">URL</th><th scope="col">Last modified</th><th scope="col">Change frequency</th>
-          <th scope="col">Priority</th><th scope="col">Images</th><th scope="col">Languages</th></tr>
+          <th scope="col">Priority</th><th scope="col">Images</th><th scope="col">Videos</th>
+          <th scope="col">Languages</th></tr>
       </thead>
       <tbody>
         <xsl:for-each select="sm:url">
@@ -97,6 +99,7 @@
             <td data-label="Change frequency"><xsl:value-of select="sm:changefreq"/></td>
             <td data-label="Priority"><xsl:value-of select="sm:priority"/></td>
             <td data-label="Images"><xsl:value-of select="count(image:image)"/></td>
+            <td data-label="Videos"><xsl:value-of select="count(video:video)"/></td>
             <td data-label="Languages"><xsl:for-each select="xhtml:link"><xsl:value-of select="@hreflang"/><xsl:text> </xsl:text></xsl:for-each></td>
           </tr>
         </xsl:for-each>

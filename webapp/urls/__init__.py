@@ -4,8 +4,10 @@ checked by `csv_rows`, in a worker process for large files, in an encoding of `e
 existing sitemap (read by `sitemap_reader`, imported with its extensions by `sitemap_import`),
 fetched or uploaded (`sources`); images and alternates of many URLs (`children`); the CSV export
 the import reads back (`exporting`); the change log every write feeds (`changes`); what a site
-owner should hear about a site's URLs (`health`); hreflang clusters (`hreflang`); and the
-site's exclusion rules, applied wherever a loc comes in (`exclusions`).
+owner should hear about a site's URLs (`health`); hreflang clusters (`hreflang`); a page's
+videos, their rules (`videos`), storage (`video_store`) and reading from a sitemap
+(`video_reader`); and the site's exclusion rules, applied wherever a loc comes in
+(`exclusions`).
 
 Others use the names below. Each is loaded from its module on first use (PEP 562), so that the
 worker process of a large import, which needs `csv_rows` alone, loads none of the database layer.
@@ -34,6 +36,10 @@ _HOMES = {
     "open_import": "sources",
     "find_url": "edit",
     "read_videos_file": "video_json", "videos_json": "video_json",
+    "VIDEO_FIELDS": "videos", "Video": "videos", "format_rating": "videos",
+    "normalize_video": "videos",
+    "videos_of": "video_store", "write_videos": "video_store",
+    "write_videos_by_loc": "video_store",
 }
 
 _MODULES = ("health", "hreflang", "videos")  # used as a whole: health.warnings(...)

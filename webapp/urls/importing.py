@@ -285,8 +285,14 @@ def write_extensions(session: Session, site: Site, urls: list[Children],
     `report.unchanged_locs` kept: a URL whose only change is there counts as updated."""
     changed = write_children(session, site, urls,
                              lambda: report.take_change_seq(session, site.id), keep)
-    moved = len(changed & report.unchanged_locs)
-    report.unchanged, report.updated = report.unchanged - moved, report.updated + moved
+    move_to_updated(report, changed)
+
+
+def move_to_updated(report: ImportReport, changed: set[str]) -> None:
+    """Count as updated the locs written unchanged whose extensions changed (each once)."""
+    moved = changed & report.unchanged_locs
+    report.unchanged_locs -= moved
+    report.unchanged, report.updated = report.unchanged - len(moved), report.updated + len(moved)
 
 
 def _size(stream: TextIO) -> int:

@@ -1,5 +1,6 @@
 """Importing a sitemap's entries into a site, with what the app can publish of their
-extensions: images (loc, title, caption) and hreflang alternates.
+extensions: images (loc, title, caption), hreflang alternates and videos. A video that breaks
+a rule is not kept (counted, and named with its line and rule); its URL still is.
 
 A sitemap describes each of its URLs whole, so an entry replaces what is stored of its URL: a
 field, image or alternate the entry does not have is cleared. What the file holds and the app
@@ -21,7 +22,7 @@ from urllib.parse import urlsplit
 
 from sqlalchemy.orm import Session
 
-from webapp.errors import InvalidValue, Note
+from webapp.errors import InvalidValue, Note, each_error
 from webapp.models import Site
 from webapp.said import Line, said, verbatim
 from webapp.protocol import (
@@ -34,8 +35,17 @@ from webapp.protocol import (
 from webapp.urls.children import Children
 from webapp.urls.edit import check_url
 from webapp.urls.exclusions import Excluded
-from webapp.urls.importing import COLUMNS, ImportReport, write_batch, write_extensions
+from webapp.urls.importing import (
+    COLUMNS,
+    ImportReport,
+    move_to_updated,
+    write_batch,
+    write_extensions,
+)
 from webapp.urls.sitemap_reader import Entry, SitemapEntries
+from webapp.urls.video_reader import LINE
+from webapp.urls.video_store import write_videos_by_loc
+from webapp.urls.videos import Video, normalize_video
 
 BATCH = 2_000  # entries per write: one existence query and one executemany each
 
@@ -49,6 +59,8 @@ class SitemapUrl:
     images: list[tuple[str, str | None, str | None]]  # (loc, title, caption)
     alternates: dict[str, str]
     notes: tuple[Note, ...] = ()  # what the rules changed (a fragment removed)
+    videos: tuple[Video, ...] = ()
+    refused_videos: tuple[tuple[int, InvalidValue], ...] = ()  # (line, why): not kept
 
 
 class OtherOrigin(Exception):
@@ -128,9 +140,13 @@ def _difference(one: str, other: str) -> str:
 class SitemapReport(ImportReport):
     not_kept: Counter[str] = field(default_factory=Counter)  # element name -> how many
     origins: Origins | None = None
+    videos_refused: int = 0  # videos not kept, each breaking a rule (their URLs are kept)
 
     def report_lines(self) -> list[Line]:
         lines = super().report_lines()
+        if self.videos_refused:
+            lines.append(said("videos not kept because they break a rule (each is listed "
+                              "below with its line): %(count)s", count=self.videos_refused))
         lines += [said("%(name)s elements not kept (this app cannot publish them): %(count)s",
                        name=name, count=count) for name, count in sorted(self.not_kept.items())]
         if self.origins is not None:
@@ -159,9 +175,33 @@ def check_entry(site: Site, entry: Entry, origins: Origins) -> SitemapUrl:
     checked = check_url(site, loc, fields, images, alternates)
     texts = [(check_text("image:title", title) or None, check_text("image:caption", caption)
               or None) for _, title, caption in entry.images]
+    videos, refused = _videos(entry, checked.loc, origins, notes)
     return SitemapUrl(checked.loc, (checked.loc, *(checked.values[n] for n in FIELD_RULES)),
                       [(image, *text) for image, text in zip(checked.images, texts)],
-                      checked.alternates, (*notes, *checked.notes))
+                      checked.alternates, (*notes, *checked.notes), videos, refused)
+
+
+VIDEO_URLS = ("thumbnail_loc", "content_loc", "player_loc", "uploader_info")
+
+
+def _videos(entry: Entry, loc: str, origins: Origins, notes: list[Note],
+            ) -> tuple[tuple[Video, ...], tuple[tuple[int, InvalidValue], ...]]:
+    """The entry's videos that meet the rules (their URLs placed as the loc is), and the
+    line and errors of those that do not."""
+    videos, refused = [], []
+    for n, raw in enumerate(entry.videos, start=1):
+        field_name = "video" if len(entry.videos) == 1 else f"video {n}"
+        kept: list[Note] = []
+        try:
+            placed = {name: origins.place(value, f"{field_name} {name}", kept)
+                      if name in VIDEO_URLS and isinstance(value, str) and value else value
+                      for name, value in raw.items() if name != LINE}
+            videos.append(normalize_video(placed, loc, origins.encoding, field_name, kept))
+        except InvalidValue as exc:
+            refused.append((raw.get(LINE) or entry.line, exc))
+            continue
+        notes.extend(kept)
+    return tuple(videos), tuple(refused)
 
 
 def import_sitemap(session: Session, site: Site, entries: SitemapEntries,
@@ -190,6 +230,10 @@ def import_sitemap(session: Session, site: Site, entries: SitemapEntries,
             continue
         for note in url.notes:
             report.note(entry.line, str(note))
+        for line, exc in url.refused_videos:
+            report.videos_refused += 1
+            report.note(line, "; ".join(str(error) for error in each_error(exc))
+                        + " (the video was not kept; the URL was)")
         if url.loc in batch:
             report.duplicates += 1
         batch[url.loc] = url
@@ -209,4 +253,7 @@ def _write(session: Session, site: Site, batch: dict[str, SitemapUrl],
     write_batch(session, site, COLUMNS, {loc: url.values for loc, url in batch.items()}, report)
     write_extensions(session, site, [Children(url.loc, url.images, url.alternates)
                                      for url in batch.values()], report)
+    move_to_updated(report, write_videos_by_loc(
+        session, site, {loc: url.videos for loc, url in batch.items()},
+        lambda: report.take_change_seq(session, site.id)))
     report.unchanged_locs = None

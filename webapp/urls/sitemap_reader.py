@@ -2,7 +2,8 @@
 
 Real-world files come with BOMs, odd whitespace and extensions: the first two are tolerated;
 of the extensions, what the app publishes (`image:image` with its loc, title and caption;
-`xhtml:link rel="alternate" hreflang`) is read with the URL, and every other element is
+`xhtml:link rel="alternate" hreflang`; `video:video`, read by video_reader) is read with the
+URL, and every other element is
 counted by its name, so the import can say what it did not keep. Each entry carries the line
 of its `<url>` in the file as read. A file that is not a well-formed sitemap is refused whole
 with the reason in the file's terms (the line, what was expected). XML entities are never
@@ -27,8 +28,9 @@ from urllib.parse import urlsplit
 from lxml import etree
 
 from webapp.outbound import OutboundError, Policy, fetch
-from webapp.protocol import IMAGE_NS, SITEMAP_NS, XHTML_NS
+from webapp.protocol import IMAGE_NS, SITEMAP_NS, VIDEO_NS, XHTML_NS
 from webapp.urls.importing import ImportFormatError
+from webapp.urls.video_reader import read_video
 
 NS = f"{{{SITEMAP_NS}}}"
 IMAGE = f"{{{IMAGE_NS}}}"
@@ -38,8 +40,7 @@ SPOOL_BYTES = 8 << 20  # rows kept in memory before they go to a temporary file
 FIELDS = ("loc", "lastmod", "changefreq", "priority")
 IMAGE_FIELDS = ("loc", "title", "caption")  # what a stored image holds (models.UrlImage)
 # How the not-kept elements of well-known extensions are named in a report.
-PREFIXES = {SITEMAP_NS: "", IMAGE_NS: "image:", XHTML_NS: "xhtml:",
-            "http://www.google.com/schemas/sitemap-video/1.1": "video:",
+PREFIXES = {SITEMAP_NS: "", IMAGE_NS: "image:", XHTML_NS: "xhtml:", VIDEO_NS: "video:",
             "http://www.google.com/schemas/sitemap-news/0.9": "news:",
             "http://www.google.com/schemas/sitemap-mobile/1.0": "mobile:"}
 
@@ -52,6 +53,7 @@ class Entry(NamedTuple):
     fields: dict[str, str]  # loc, lastmod, changefreq, priority: those present
     images: list[tuple[str, str, str]]  # (loc, title, caption); "" for one not there
     alternates: list[tuple[str, str]]  # (hreflang, href)
+    videos: list[dict[str, object]]  # each video's fields as written (video_reader)
 
 
 def looks_like_sitemap(data: bytes) -> bool:
@@ -113,7 +115,7 @@ def _entry(element, name: str, not_kept: Counter) -> Entry:
     """A `<url>` or `<sitemap>` element read into an Entry; the children it cannot keep are
     counted in `not_kept` by name."""
     fields: dict[str, str] = {}
-    images, alternates = [], []
+    images, alternates, videos = [], [], []
     for child in element:
         if not isinstance(child.tag, str):  # a processing instruction
             continue
@@ -131,9 +133,11 @@ def _entry(element, name: str, not_kept: Counter) -> Entry:
         elif child.tag == f"{{{XHTML_NS}}}link" and child.get("rel", "").strip() == "alternate" \
                 and child.get("hreflang") is not None:
             alternates.append((child.get("hreflang", "").strip(), child.get("href", "").strip()))
+        elif child.tag == f"{{{VIDEO_NS}}}video":
+            videos.append(read_video(child, lambda part: _name(part, name), not_kept))
         else:
             not_kept[_name(child, name)] += 1
-    return Entry(element.sourceline or 0, name, fields, images, alternates)
+    return Entry(element.sourceline or 0, name, fields, images, alternates, videos)
 
 
 def _entries(source: bytes | BinaryIO, name: str,
@@ -268,9 +272,9 @@ class SitemapEntries:
     def __iter__(self) -> Iterator[Entry]:
         self._file.seek(0)
         for line in self._file:
-            number, file, fields, images, alternates = json.loads(line)
+            number, file, fields, images, alternates, videos = json.loads(line)
             yield Entry(number, file, fields, [tuple(image) for image in images],
-                        [tuple(pair) for pair in alternates])
+                        [tuple(pair) for pair in alternates], videos)
 
     def __enter__(self) -> SitemapEntries:
         return self
