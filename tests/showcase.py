@@ -14,7 +14,7 @@ from webapp.models import Delivery, Site, utcnow
 from webapp.protocol import normalize_url
 from webapp.sites import create_site, update_site
 from webapp.tokens import create_token
-from webapp.urls import save_url
+from webapp.urls import check_url, save_url, write_url
 from webapp.users import create_user
 
 PASSWORD = "correct horse battery"
@@ -24,6 +24,12 @@ LONG = ("products/outdoor/hiking-and-trekking/waterproof-breathable-lightweight-
         "&utm_source=newsletter&utm_campaign=autumn-sale-2026")
 ARTICLE = normalize_url(f"{BASE}日本語の記事/登山用品の選び方-初心者向けガイド")
 ENGLISH = normalize_url(f"{BASE}en/articles/choosing-hiking-gear")
+VIDEO = {"thumbnail_loc": f"{BASE}動画/登山靴の選び方.jpg", "title": "初心者向け：登山靴の選び方",
+         "description": "足の形に合う登山靴の選び方を、店のスタッフが7分で説明します。",
+         "content_loc": "https://video.example.net/hiking-boots.mp4", "duration": "420",
+         "publication_date": "2026-11-20", "family_friendly": "yes",
+         "restriction_relationship": "allow", "restriction_countries": "JP",
+         "uploader": "Mountain Gear", "uploader_info": f"{BASE}about", "tags": ["登山", "初心者"]}
 
 
 def seed_showcase(app: Flask) -> dict:
@@ -46,6 +52,7 @@ def seed_showcase(app: Flask) -> dict:
         article, _ = save_url(session, site, ARTICLE, {"lastmod": "2026-11-20"},
                               alternates=[f"ja={ARTICLE}", f"en={ENGLISH}"])
         save_url(session, site, ENGLISH, {}, alternates=[f"ja={ARTICLE}", f"en={ENGLISH}"])
+        write_url(session, site, check_url(site, ARTICLE, videos=[VIDEO]))
         for path in ("", "shoes", "shoes/red-running-shoes", "about"):
             save_url(session, shop, f"https://shop.example.com/{path}", {"lastmod": "2026-11-24"})
         create_token(session, admin, "CMS on www", "write", [site])

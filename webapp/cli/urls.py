@@ -1,7 +1,8 @@
-"""`flask urls ...`: add, delete and import the URLs of a site."""
+"""`flask urls ...`: add, show, delete and import the URLs of a site."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from webapp.cli import friendly_errors
 from webapp.db import session_scope
 from webapp.models import Url
 from webapp.outbound import Policy
-from webapp.protocol import CHANGEFREQS
+from webapp.protocol import CHANGEFREQS, normalize_url
 from webapp.sites import find_site
 from webapp.urls import (
     ENCODINGS,
@@ -23,10 +24,13 @@ from webapp.urls import (
     csv_chunks,
     delete_url,
     fetch_source,
+    find_url,
     hreflang,
     import_opened,
     open_import,
+    read_videos_file,
     shown,
+    videos_json,
     write_url,
 )
 
@@ -42,16 +46,21 @@ group = AppGroup("urls", help="Add, delete and import the URLs of a site.")
 @click.option("--image", "images", multiple=True, help="URL of an image on the page (repeatable).")
 @click.option("--alternate", "alternates", multiple=True,
               help="LANG=URL of a translation, e.g. de=https://... (repeatable).")
+@click.option("--videos-json", "videos_file", type=click.File("r", encoding="utf-8"),
+              help="A JSON file (- for standard input) holding the page's videos: a list of "
+                   "objects with the API's video fields, as `urls show --json` prints them; "
+                   "they replace the stored ones ([] removes them).")
 @friendly_errors
-def urls_add(site_ref, loc, lastmod, changefreq, priority, images, alternates):
+def urls_add(site_ref, loc, lastmod, changefreq, priority, images, alternates, videos_file):
     """Add a URL, or update the one with the same loc."""
     fields = {name: value for name, value in
               (("lastmod", lastmod), ("changefreq", changefreq), ("priority", priority))
               if value is not None}
     with session_scope() as session:
         site = find_site(session, site_ref)
+        videos = None if videos_file is None else read_videos_file(videos_file.read())
         saved = write_url(session, site, check_url(site, loc, fields, images or None,
-                                                   alternates or None))
+                                                   alternates or None, videos))
         for note in saved.notes:
             click.echo(f"note: {note.english()}")
         if saved.created:
@@ -62,6 +71,46 @@ def urls_add(site_ref, loc, lastmod, changefreq, priority, images, alternates):
             click.echo(f"updated {saved.url.loc}")
             for name, (old, new) in saved.changes.items():
                 click.echo(f"  {name}: {shown(name, old)} -> {shown(name, new)}")
+
+
+@group.command("show")
+@click.argument("site_ref", metavar="SITE")
+@click.argument("loc")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print it as JSON (the API's fields); its videos list is what --videos-json "
+                   "of `urls add` reads.")
+@friendly_errors
+def urls_show(site_ref, loc, as_json):
+    """Every stored value of a URL: its fields, images, language versions and videos."""
+    with session_scope() as session:
+        site = find_site(session, site_ref)
+        url = find_url(session, site, normalize_url(loc, site.encoding))
+        shown_url = {"loc": url.loc, "lastmod": url.lastmod, "changefreq": url.changefreq,
+                     "priority": url.priority, "images": [image.loc for image in url.images],
+                     "alternates": {a.hreflang: a.href for a in url.alternates},
+                     "videos": videos_json(url.videos)}
+    if as_json:
+        click.echo(json.dumps(shown_url, ensure_ascii=False, indent=2))
+        return
+    for name in ("loc", "lastmod", "changefreq", "priority"):
+        click.echo(f"{name}: {'' if shown_url[name] is None else shown_url[name]}")
+    for image in shown_url["images"]:
+        click.echo(f"image: {image}")
+    for lang, href in shown_url["alternates"].items():
+        click.echo(f"alternate: {lang}={href}")
+    for number, video in enumerate(shown_url["videos"], start=1):
+        click.echo(f"video {number}:")
+        for name, value in video.items():
+            if value not in (None, []):
+                click.echo(f"  {name}: {_shown_value(value)}")
+
+
+def _shown_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return ", ".join(value)
+    return str(value).replace("\n", "\\n")  # one line per field
 
 
 @group.command("delete")
@@ -87,7 +136,8 @@ def urls_delete(site_ref, loc):
 @friendly_errors
 def urls_import(site_ref, source, encoding, rewrite_origin):
     """Import a CSV (header loc,lastmod,changefreq,priority,images,image_titles,
-    image_captions,alternates, as `urls export` writes), a list of URLs one per line, or a
+    image_captions,alternates and video_thumbnail_locs, video_titles, ... as the README lists
+    them and `urls export` writes), a list of URLs one per line, or a
     sitemap (urlset or index, plain or gzip, with its images and hreflang alternates) from a
     file or an http(s) URL.
 

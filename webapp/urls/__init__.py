@@ -34,13 +34,15 @@ _HOMES = {
     "import_urls": "importing",
     "check_source_url": "sources", "fetch_source": "sources", "import_opened": "sources",
     "open_import": "sources",
+    "find_url": "edit",
+    "read_videos_file": "video_json", "videos_json": "video_json",
     "VIDEO_FIELDS": "videos", "Video": "videos", "format_rating": "videos",
     "normalize_video": "videos",
     "videos_of": "video_store", "write_videos": "video_store",
     "write_videos_by_loc": "video_store",
 }
 
-_MODULES = ("health", "hreflang")  # used as a whole: health.warnings(...)
+_MODULES = ("health", "hreflang", "videos")  # used as a whole: health.warnings(...)
 
 __all__ = [*_MODULES, *_HOMES]
 

@@ -22,8 +22,9 @@ from webapp.urls.children import IN_CHUNK, Children
 from webapp.urls.edit import CheckedUrl, check_url, delete_urls
 from webapp.urls.exclusions import Excluded
 from webapp.urls.importing import COLUMNS, ImportReport, write_batch, write_extensions
+from webapp.urls.video_json import api_field, check_videos_json
 
-ITEM_FIELDS = ("loc", *FIELD_RULES, "images", "alternates")
+ITEM_FIELDS = ("loc", *FIELD_RULES, "images", "alternates", "videos")
 ITEM_NAMES = {"image": "images", "alternate": "alternates"}  # the rules' names: the item's plural
 MAX_ITEMS = 10_000
 
@@ -67,7 +68,8 @@ class SyncReport:
                            for error in each_error(exc))
 
     def note(self, index: int, notes: tuple[Note, ...] | list[Note]) -> None:
-        self.notes.extend(ItemNote(index, ITEM_NAMES.get(note.field, note.field), str(note))
+        self.notes.extend(ItemNote(index, api_field(ITEM_NAMES.get(note.field, note.field)),
+                                   str(note))
                           for note in notes)
 
 
@@ -107,13 +109,15 @@ def check_item(site: Site, item: object) -> CheckedUrl:
                                        and all(isinstance(v, str) for v in alternates.values())):
         raise InvalidValue("alternates", alternates,
                            'must be an object of language: URL, e.g. {"de": "https://..."}')
+    videos = check_videos_json(item.get("videos"))
     fields = {name: _text(name, item[name]) for name in FIELD_RULES if name in item}
     try:
-        return check_url(site, loc, fields, images, alternates)
+        return check_url(site, loc, fields, images, alternates, videos)
     except Excluded:
         raise
     except InvalidValue as exc:
-        errors = [InvalidValue(ITEM_NAMES.get(error.field, error.field), error.value, error.said)
+        errors = [InvalidValue(api_field(ITEM_NAMES.get(error.field, error.field)), error.value,
+                               error.said)
                   for error in each_error(exc)]
         raise (errors[0] if len(errors) == 1 else InvalidValues(errors)) from None
 
@@ -148,8 +152,9 @@ def upsert_urls(session: Session, site: Site, items: Sequence[object]) -> SyncRe
     write_extensions(session, site, [
         Children(url.loc, None if url.images is None else [(image, None, None)
                                                            for image in url.images],
-                 url.alternates)
-        for _, url, _ in checked.values() if url.images is not None or url.alternates is not None
+                 url.alternates, url.videos)
+        for _, url, _ in checked.values()
+        if url.images is not None or url.alternates is not None or url.videos is not None
     ], counts, frozenset({"title", "caption"}))  # images named by loc keep their titles
     report.created, report.updated = counts.added, counts.updated
     report.unchanged = counts.unchanged

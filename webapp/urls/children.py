@@ -1,5 +1,5 @@
-"""A URL's images and alternates written for many URLs at once, in rows of their own: what the
-API's upsert and a CSV import with image or alternate columns store after the URLs' own rows."""
+"""A URL's images, alternates and videos written for many URLs at once, in rows of their own:
+what the API's upsert and a CSV import with such columns store after the URLs' own rows."""
 
 from __future__ import annotations
 
@@ -12,17 +12,21 @@ from sqlalchemy.orm import Session
 
 from webapp.models import Site, Url, UrlAlternate, UrlImage
 from webapp.urls.csv_rows import Image
+from webapp.urls.video_store import write_videos_by_loc
+from webapp.urls.videos import Video
 
 IN_CHUNK = 500  # locs per IN (...) lookup
 
 
 @dataclass(frozen=True)
 class Children:
-    """The images and alternates to store for a loc; None leaves the stored ones as they are."""
+    """The images, alternates and videos to store for a loc; None leaves the stored ones as
+    they are."""
 
     loc: str
     images: Sequence[Image] | None
     alternates: Mapping[str, str] | None
+    videos: Sequence[Video] | None = None
 
 
 def write_children(session: Session, site: Site, urls: Sequence[Children],
@@ -34,6 +38,9 @@ def write_children(session: Session, site: Site, urls: Sequence[Children],
     changed: set[str] = set()
     for start in range(0, len(urls), IN_CHUNK):
         changed |= _write_some(session, site, urls[start:start + IN_CHUNK], change_seq, keep)
+    videos = {url.loc: url.videos for url in urls if url.videos is not None}
+    if videos:
+        changed |= write_videos_by_loc(session, site, videos, change_seq)
     return changed
 
 

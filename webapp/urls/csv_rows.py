@@ -9,6 +9,7 @@ A URL's images and language versions take four columns, each cell a list of one 
 - `image_titles`, `image_captions`: one line per image, in the same order, an empty line for an
   image without one; a line break inside a title is written `\\n`, a backslash `\\\\`;
 - `alternates`: `LANG=URL` pairs, the page itself among them, as in the edit form.
+Its videos take the columns of video_cells (`video_thumbnail_locs`, `video_titles`, ...).
 """
 
 from __future__ import annotations
@@ -32,14 +33,16 @@ from webapp.protocol import (
     too_many_images,
 )
 from webapp.urls.exclusions import Excluded, Rules
+from webapp.urls.video_cells import VIDEO_COLUMNS, export_cells, read_videos
 
 Row = tuple[int, list[str]]  # (line number, cells)
 Image = tuple[str, str | None, str | None]  # (loc, title, caption)
-# What a CSV row says of the URL's images and alternates; None: the file has no such column.
-Extensions = tuple[tuple[Image, ...] | None, tuple[tuple[str, str], ...] | None]
+# What a CSV row says of the URL's images, alternates and videos; None: the file has no such
+# column.
+Extensions = tuple[tuple[Image, ...] | None, tuple[tuple[str, str], ...] | None, tuple | None]
 
 FIELDS = ("loc", *FIELD_RULES)  # a URL's own columns, stored in its row
-EXTENSION_COLUMNS = ("images", "image_titles", "image_captions", "alternates")
+EXTENSION_COLUMNS = ("images", "image_titles", "image_captions", "alternates", *VIDEO_COLUMNS)
 CSV_COLUMNS = (*FIELDS, *EXTENSION_COLUMNS)  # what an export writes, in this order
 
 
@@ -68,8 +71,8 @@ def validate_text(base_url: str, encoding: str, columns: tuple[str, ...],
     notes are webapp.said items (JSON): each reader hears them in their language.
 
     The values of a row are its fields in the order of `columns` (extension columns left out),
-    followed, when the file has any extension column, by its images and its alternates
-    (`Extensions`). A pure function of its arguments, so it can run in a worker process.
+    followed, when the file has any extension column, by its images, its alternates and its
+    videos (`Extensions`). A pure function of its arguments, so it can run in a worker process.
     """
     scope = Scope(base_url, encoding)
 
@@ -133,8 +136,8 @@ def _texts(name: str, cell: str, count: int) -> list[str | None]:
 
 
 def read_extensions(loc: str, cells: dict[str, str], encoding: str) -> Extensions:
-    """A row's images and alternates from its extension cells, checked by the protocol's rules,
-    or InvalidValue naming the column."""
+    """A row's images, alternates and videos from its extension cells, checked by the
+    protocol's rules, or InvalidValue naming the column."""
     images = None
     if "images" in cells:
         locs = [normalize_url(image, encoding, field="images") for image in cells["images"].split()]
@@ -158,7 +161,7 @@ def read_extensions(loc: str, cells: dict[str, str], encoding: str) -> Extension
         if pairs and loc not in pairs.values():
             raise InvalidValue("alternates", ", ".join(pairs), lists_itself(loc))
         alternates = tuple(sorted(pairs.items()))
-    return images, alternates
+    return images, alternates, read_videos(loc, cells, encoding)
 
 
 def _escaped(text: str | None) -> str:
@@ -166,8 +169,10 @@ def _escaped(text: str | None) -> str:
 
 
 def export_row(loc: str, lastmod: str | None, changefreq: str | None, priority: float | None,
-               images: Sequence[Image], alternates: Sequence[tuple[str, str]]) -> list[str]:
-    """The cells of a URL in the order of CSV_COLUMNS, as the import reads them back."""
+               images: Sequence[Image], alternates: Sequence[tuple[str, str]],
+               videos: Sequence | None = None) -> list[str]:
+    """The cells of a URL in the order of CSV_COLUMNS, as the import reads them back (without
+    the video columns when `videos` is None: an export of a site without videos)."""
     titles = [_escaped(title) for _, title, _ in images]
     captions = [_escaped(caption) for _, _, caption in images]
     return [loc, lastmod or "", changefreq or "",
@@ -175,4 +180,5 @@ def export_row(loc: str, lastmod: str | None, changefreq: str | None, priority: 
             "\n".join(image for image, _, _ in images),
             "\n".join(titles) if any(titles) else "",
             "\n".join(captions) if any(captions) else "",
-            "\n".join(f"{lang}={href}" for lang, href in alternates)]
+            "\n".join(f"{lang}={href}" for lang, href in alternates),
+            *(() if videos is None else export_cells(videos))]

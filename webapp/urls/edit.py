@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
@@ -24,6 +24,8 @@ from webapp.protocol import (
 )
 from webapp.urls.changes import count_live, next_change_seq
 from webapp.urls.exclusions import Excluded, Rules
+from webapp.urls.video_store import write_videos
+from webapp.urls.videos import Video, normalize_video
 from webapp.verify.publishing import counts_as_change
 
 
@@ -101,15 +103,18 @@ class CheckedUrl:
     images: list[str] | None  # None: leave the stored images as they are
     alternates: dict[str, str] | None
     notes: tuple[Note, ...] = ()
+    videos: tuple[Video, ...] | None = None  # None: leave the stored videos as they are
 
 
 def check_url(site: Site, loc: str, fields: dict[str, str | None] | None = None,
               images: Iterable[str] | None = None,
-              alternates: Iterable[str] | Mapping[str, str] | None = None) -> CheckedUrl:
+              alternates: Iterable[str] | Mapping[str, str] | None = None,
+              videos: Sequence[Mapping[str, object]] | None = None) -> CheckedUrl:
     """Normalise a URL's values or raise InvalidValue naming the field (InvalidValues when
     several fields break their rules); touches no data.
 
-    `alternates` are `lang=URL` pairs as typed, or a {hreflang: URL} mapping.
+    `alternates` are `lang=URL` pairs as typed, or a {hreflang: URL} mapping; `videos` each
+    video's fields by name (videos.normalize_video), an error naming it `video N <field>`.
     """
     errors: list[InvalidValue] = []
     notes: list[Note] = []
@@ -130,8 +135,11 @@ def check_url(site: Site, loc: str, fields: dict[str, str | None] | None = None,
     if alternate_map and loc is not None and loc not in alternate_map.values():
         # hreflang: every page of a cluster lists all its versions, itself included.
         errors.append(InvalidValue("alternate", ", ".join(alternate_map), lists_itself(loc)))
+    checked_videos = None if videos is None else tuple(
+        collect(errors, normalize_video, video, loc or "", site.encoding, f"video {n}", notes)
+        for n, video in enumerate(videos, start=1))
     raise_all(errors)
-    return CheckedUrl(loc, values, image_locs, alternate_map, tuple(notes))
+    return CheckedUrl(loc, values, image_locs, alternate_map, tuple(notes), checked_videos)
 
 
 @dataclass
@@ -197,6 +205,8 @@ def write_url(session: Session, site: Site, checked: CheckedUrl) -> Saved:
         session.flush()
         url.alternates = [UrlAlternate(hreflang=lang, href=href)
                           for lang, href in sorted(checked.alternates.items())]
+    if checked.videos is not None:
+        write_videos(session, url, checked.videos, seq)
     after = _content(url)
     changes = {} if before is None else {name: (old, new) for name, old, new
                                          in zip(CONTENT, before, after) if old != new}
@@ -208,7 +218,7 @@ def write_url(session: Session, site: Site, checked: CheckedUrl) -> Saved:
     return Saved(url, created, changes, checked.notes)
 
 
-CONTENT = ("lastmod", "changefreq", "priority", "images", "alternates")
+CONTENT = ("lastmod", "changefreq", "priority", "images", "alternates", "videos")
 
 
 def shown(name: str, value: object) -> str:
@@ -219,12 +229,15 @@ def shown(name: str, value: object) -> str:
         return ", ".join(loc for loc, *_ in value)
     if name == "alternates":
         return ", ".join(f"{lang}={href}" for lang, href in value)
+    if name == "videos":
+        return ", ".join(video.title for video in value)
     return str(value)
 
 
 def _content(url: Url) -> tuple:
     """Everything a sitemap says about a URL: a difference is a change worth announcing."""
-    return url.lastmod, url.changefreq, url.priority, _images(url), _alternates(url)
+    return (url.lastmod, url.changefreq, url.priority, _images(url), _alternates(url),
+            _videos(url))
 
 
 def _content_after(url: Url, checked: CheckedUrl) -> tuple:
@@ -233,7 +246,8 @@ def _content_after(url: Url, checked: CheckedUrl) -> tuple:
               **checked.values}
     return (values["lastmod"], values["changefreq"], values["priority"],
             _images(url) if checked.images is None else _images_after(url, checked),
-            _alternates(url) if checked.alternates is None else _alternates_after(checked))
+            _alternates(url) if checked.alternates is None else _alternates_after(checked),
+            _videos(url) if checked.videos is None else list(checked.videos))
 
 
 def _images(url: Url) -> list[tuple]:
@@ -247,6 +261,10 @@ def _images_after(url: Url, checked: CheckedUrl) -> list[tuple]:
     for image in url.images:
         stored.setdefault(image.loc, (image.title, image.caption))
     return [(loc, *stored.get(loc, (None, None))) for loc in checked.images or ()]
+
+
+def _videos(url: Url) -> list[Video]:
+    return [Video.from_row(video) for video in url.videos]
 
 
 def _alternates(url: Url) -> list[tuple]:

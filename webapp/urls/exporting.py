@@ -1,5 +1,5 @@
-"""A site's live URLs as the CSV the import reads back: every field, images and alternates
-included (csv_rows names the columns). The dashboard's download and `flask urls export` write
+"""A site's live URLs as the CSV the import reads back: every field, images, alternates and
+videos included (csv_rows names the columns; the video columns only for a site with videos). The dashboard's download and `flask urls export` write
 the same text, streamed in pieces, so a site of any size takes bounded memory."""
 
 from __future__ import annotations
@@ -9,11 +9,13 @@ import io
 from collections import defaultdict
 from collections.abc import Iterator
 
-from sqlalchemy import select
+from sqlalchemy import exists, select
 from sqlalchemy.orm import Session
 
-from webapp.models import Site, Url, UrlAlternate, UrlImage
+from webapp.models import Site, Url, UrlAlternate, UrlImage, UrlVideo
 from webapp.urls.csv_rows import CSV_COLUMNS, export_row
+from webapp.urls.video_cells import VIDEO_COLUMNS
+from webapp.urls.video_store import videos_of
 
 BATCH = 5000  # URLs per piece of text, and per query of their images and alternates
 
@@ -22,7 +24,10 @@ def csv_chunks(session: Session, site: Site) -> Iterator[str]:
     """The site's live URLs in id order as CSV text, header first, in pieces."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
+    with_videos = session.scalar(select(exists().where(
+        UrlVideo.url_id == Url.id, Url.site_id == site.id, Url.deleted_at.is_(None))))
+    writer.writerow(CSV_COLUMNS if with_videos
+                    else [name for name in CSV_COLUMNS if name not in VIDEO_COLUMNS])
     last_id = 0
     while True:
         rows = session.execute(
@@ -33,9 +38,11 @@ def csv_chunks(session: Session, site: Site) -> Iterator[str]:
             break
         first_id, last_id = rows[0].id, rows[-1].id
         images, alternates = _extensions(session, site, first_id, last_id)
+        videos = videos_of(session, [row.id for row in rows]) if with_videos else {}
         for url_id, *fields in rows:
             writer.writerow(export_row(*fields, images.get(url_id, ()),
-                                       alternates.get(url_id, ())))
+                                       alternates.get(url_id, ()),
+                                       videos.get(url_id, []) if with_videos else None))
         yield out.getvalue()
         out.seek(0)
         out.truncate()

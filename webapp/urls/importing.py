@@ -37,6 +37,7 @@ from webapp.urls.csv_rows import CSV_COLUMNS, EXTENSION_COLUMNS, validate_text
 from webapp.urls.csv_rows import FIELDS as COLUMNS  # the columns a URL's own row stores
 from webapp.urls.encodings import undecodable
 from webapp.urls.exclusions import Rules
+from webapp.urls.video_cells import without_anchor
 
 CHUNK_CHARS = 512 * 1024  # about 5,000 rows: one existence query and one executemany each
 MAX_REPORTED = 10_000  # rejections kept word for word; beyond that they are only counted
@@ -153,6 +154,9 @@ def read_header(stream: TextIO) -> tuple[tuple[str, ...], int, str]:
             if name in header and "images" not in header:
                 raise ImportFormatError(f"line {number}: the column {name} needs an images "
                                         "column: one line of it per image")
+        if without_anchor(header):
+            raise ImportFormatError(f"line {number}: the column {without_anchor(header)} needs "
+                                    "a video_thumbnail_locs column: one line of it per video")
         return tuple(header), number + 1, ""
     if len(cells) > 1 and (not cells[0].lower().startswith(("http://", "https://"))
                            or any(_is_field_value(cell) for cell in cells[1:])):
@@ -275,15 +279,15 @@ def import_urls(session: Session, site: Site, stream: TextIO, parallel: bool | N
 
 def _write_extended(session: Session, site: Site, columns: tuple[str, ...],
                     batch: dict[str, tuple], report: ImportReport) -> None:
-    """write_batch for rows that end with their images and alternates, then those. Without
-    a column of image titles (or captions), an image keeps the stored ones."""
+    """write_batch for rows that end with their images, alternates and videos, then those.
+    Without a column of image titles (or captions), an image keeps the stored ones."""
     report.unchanged_locs = set()
     fields = tuple(name for name in columns if name not in EXTENSION_COLUMNS)
-    write_batch(session, site, fields, {loc: values[:-2] for loc, values in batch.items()},
+    write_batch(session, site, fields, {loc: values[:-3] for loc, values in batch.items()},
                 report)
     write_extensions(session, site, [
-        Children(loc, images, None if alternates is None else dict(alternates))
-        for loc, (*_, images, alternates) in batch.items()], report,
+        Children(loc, images, None if alternates is None else dict(alternates), videos)
+        for loc, (*_, images, alternates, videos) in batch.items()], report,
         frozenset(kept for kept, column in (("title", "image_titles"),
                                             ("caption", "image_captions"))
                   if column not in columns))
@@ -292,7 +296,7 @@ def _write_extended(session: Session, site: Site, columns: tuple[str, ...],
 
 def write_extensions(session: Session, site: Site, urls: list[Children],
                      report: ImportReport, keep: frozenset[str] = frozenset()) -> None:
-    """Store the images and alternates of URLs that write_batch has just written with
+    """Store the images, alternates and videos of URLs that write_batch has just written with
     `report.unchanged_locs` kept: a URL whose only change is there counts as updated."""
     changed = write_children(session, site, urls,
                              lambda: report.take_change_seq(session, site.id), keep)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from webapp.protocol import CHANGEFREQS, MAX_URLS_PER_FILE
 from webapp.urls import MAX_ITEMS
+from webapp.views.api.spec_videos import VIDEO_SCHEMAS
 
 
 def ref(name: str) -> dict:
@@ -114,7 +115,7 @@ SCHEMAS = {
     "UrlIn": {
         "type": "object", "required": ["loc"], "additionalProperties": False,
         "description": "Fields left out keep their stored values; null clears lastmod, "
-                       "changefreq or priority, [] clears images and {} alternates.",
+                       "changefreq or priority, [] clears images and videos, {} alternates.",
         "properties": {
             "loc": {"type": "string", "description": "absolute URL under the site's base URL; "
                                                      "a fragment (#...) is removed, with a note"},
@@ -124,11 +125,13 @@ SCHEMAS = {
             "images": {"type": "array", "items": STRING},
             "alternates": {"type": "object", "additionalProperties": STRING,
                            "description": "hreflang: URL, the page itself included"},
+            "videos": {"type": "array", "items": ref("VideoIn"),
+                       "description": "replace the page's videos (errors name videos[N].field)"},
         },
     },
     "Url": {
         "type": "object",
-        "required": ["loc", "lastmod", "changefreq", "priority", "images", "alternates",
+        "required": ["loc", "lastmod", "changefreq", "priority", "images", "alternates", "videos",
                      "deleted_at", "change_seq", "updated_at"],
         "properties": {
             "loc": STRING,
@@ -137,6 +140,7 @@ SCHEMAS = {
             "priority": nullable(PRIORITY),
             "images": {"type": "array", "items": STRING},
             "alternates": {"type": "object", "additionalProperties": STRING},
+            "videos": {"type": "array", "items": ref("Video")},
             "deleted_at": nullable(MOMENT),
             "change_seq": COUNT,
             "updated_at": MOMENT,
@@ -351,7 +355,7 @@ SPEC = {
     "security": [{"bearer": []}],
     "components": {
         "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-        "schemas": SCHEMAS,
+        "schemas": {**SCHEMAS, **VIDEO_SCHEMAS},
     },
     "paths": PATHS,
 }

@@ -43,7 +43,7 @@ from webapp.urls import (
 )
 from webapp.verify import health as verification
 from webapp.views.auth import demand, require
-from webapp.views.dashboard import bp, load_site
+from webapp.views.dashboard import bp, load_site, url_videos
 from webapp.views.display import readable_url
 
 PAGE = 50
@@ -156,10 +156,12 @@ LABELS = {"lastmod": _l("Last modified"), "changefreq": _l("Change frequency"),
           "priority": _l("Priority"), "images": _l("Images"), "alternates": _l("Language versions")}
 
 
-def _by_field(exc: InvalidValue) -> dict[str, str]:
-    """Each field's error, under the name of the form field it belongs to."""
+def _by_field(exc: InvalidValue, videos: list[int] = ()) -> dict[str, str]:
+    """Each field's error, under the name of the form field it belongs to (`videos`: the
+    fieldset of each video checked, url_videos.form_key)."""
     names = {"image": "images", "alternate": "alternates"}
-    return {names.get(error.field, error.field): str(error) for error in each_error(exc)}
+    return {url_videos.form_key(names.get(error.field, error.field), list(videos)): str(error)
+            for error in each_error(exc)}
 
 
 def _load_url(site, url_id: int) -> Url:
@@ -176,18 +178,22 @@ def url_edit(slug, url_id):
     url = _load_url(site, url_id)
     errors: dict[str, str] = {}
     form = request.form
+    videos = url_videos.typed_from_url(url, site.encoding)
     if request.method == "POST":
         demand("editor")
+        videos = url_videos.typed_from_form(form)
+    if request.method == "POST" and "add_video" not in form:
         session = get_session()
+        checked_videos, positions = url_videos.to_check(videos)
         try:
             saved = write_url(session, site, check_url(
                 site, url.loc, {name: form.get(name) or None for name in FIELDS},
                 images=[line for line in form.get("images", "").splitlines() if line.strip()],
                 alternates=[line for line in form.get("alternates", "").splitlines()
-                            if line.strip()]))
+                            if line.strip()], videos=checked_videos))
         except InvalidValue as exc:
             session.rollback()
-            errors = _by_field(exc)
+            errors = _by_field(exc, positions)
         else:
             session.commit()
             for note in saved.notes:
@@ -201,6 +207,8 @@ def url_edit(slug, url_id):
         images="\n".join(readable_url(image.loc, site.encoding) for image in url.images),
         alternates="\n".join(f"{a.hreflang}={readable_url(a.href, site.encoding)}"
                               for a in url.alternates),
+        videos=videos, video_labels=url_videos.LABELS, video_help=url_videos.HELP,
+        video_optional=url_videos.OPTIONAL, video_opened=url_videos.opened,
     ), 422 if errors else 200
 
 
