@@ -11,7 +11,7 @@ from datetime import datetime
 from sqlalchemy import delete, func, or_, select
 from sqlalchemy.orm import Session
 
-from webapp import notify
+from webapp import news, notify
 from webapp.db import after_commit
 from webapp.errors import (
     Conflict,
@@ -191,6 +191,7 @@ SETTINGS: dict[str, tuple[Callable[[str], object], Callable[[object], str]]] = {
     "strip_params": (parse_strip_params, _optional),
     "discover_mode": (_check_choice("discover_mode", ("review", "add")), str),
     **verification.SETTINGS,
+    **news.SETTINGS,
 }
 
 
@@ -262,6 +263,8 @@ def update_site(session: Session, site: Site, changes: Mapping[str, str],
         taken = session.scalar(select(Site.id).where(Site.slug == values["slug"]))
         if taken is not None:
             errors.append(Conflict("slug", values["slug"], "is already used by another site"))
+    if not errors:
+        errors += news.check_settings(site, values)
     raise_all(errors)
     warning = check_site_scope(base_url, sitemap_url)
     _check_own_file_names(session, site, sitemap_url)

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from webapp.models import Generation, GenerationFile, Site, UrlAlternate, UrlImage, utcnow
 from webapp.protocol import directory, normalize_lastmod
-from webapp.sitemaps import incremental
+from webapp.sitemaps import incremental, news
 from webapp.sitemaps.build import (
     STYLESHEET,
     BuiltFile,
@@ -142,13 +142,17 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
             writer = UrlsetWriter(folder, stem, header, limits)
             with closing(url_entries(session.connection(), site, images, alternates)) as entries:
                 files = writer.write(counted(entries, live, progress) if progress else entries)
+        news_files, site_news_due = news.write_news_files(
+            session.connection(), site, folder, stem, stylesheet, now or utcnow())
+        if len(files) == 1 and not site.news_name:  # a news publisher's entry is an index
+            _rename(folder, files[0], entry_name(site))
+        files += news_files
         if not files:
             stylesheet = None  # nothing to render
         elif stylesheet:
             shutil.copyfile(STYLESHEET, folder / stylesheet)
-        if len(files) == 1:
-            _rename(folder, files[0], entry_name(site))
         generation.layout = layout
+        site.news_due_at = site_news_due
         generation.left_out = publishing.left_out_counts(
             session, [site.id], {site.id: site}).get(site.id)
         return _finish(session, site, generation, store, folder, files,
@@ -172,7 +176,8 @@ def republish_site(session: Session, site: Site, generation: Generation, store: 
     """
     kept = store.generation_set(site.storage_key, source.id)
     files = [BuiltFile(f.name, f.kind, f.url_count, f.bytes, f.gzip_bytes, f.sha256,
-                       f.first_url_id, f.last_url_id) for f in source.files if f.kind == "urlset"]
+                       f.first_url_id, f.last_url_id) for f in source.files
+             if f.kind in ("urlset", news.KIND)]
     stylesheet = next((Entry(f.name, f.kind, f.sha256, f.size, None, None)
                        for f in kept.files.values() if f.kind == "stylesheet"), None)
     with store.staging(site.storage_key, generation.id) as folder:
@@ -192,7 +197,7 @@ def _finish(session: Session, site: Site, generation: Generation, store: Sitemap
     previous_id, previous = _previous_files(session, site.id)
     stamp = later_than(previous, normalize_lastmod(now or utcnow()))
     carry_lastmods(files, previous, stamp)
-    if len(files) > 1:
+    if news.needs_index(site, files, entry_name(site)):
         base = directory(site.sitemap_url)
         index = write_index(folder, entry_name(site),
                             [(base + f.name, f.lastmod) for f in files], limits,

@@ -86,8 +86,9 @@ class SmallRun:
 
 
 def is_small(site: Site) -> bool:
-    """Whether the site is one to generate in a batch, by its live URL count."""
-    return 0 < site.url_count <= min(SMALL_SITE, site.max_urls_per_file)
+    """Whether the site is one to generate in a batch, by its live URL count; a news
+    publisher's set (an index and news files) is made by generate_site, one by one."""
+    return not site.news_name and 0 < site.url_count <= min(SMALL_SITE, site.max_urls_per_file)
 
 
 def write_small_sites(session: Session, sites: Sequence[Site], now: datetime,
