@@ -140,7 +140,7 @@ def test_a_news_site_publishes_its_recent_articles_in_a_valid_news_file_listed_i
 def test_the_two_day_window_holds_an_article_exactly_two_days_old_and_not_a_second_more(
         app, session):
     site = news_site(session)
-    edge, past = add_articles(session, site, [NOW - timedelta(days=2),
+    edge, _ = add_articles(session, site, [NOW - timedelta(days=2),
                                               NOW - timedelta(days=2, seconds=1)])
     jobs.regenerate(site.id, app, now=NOW)
     assert news_locs(published(app, site)) == [edge]
@@ -178,7 +178,7 @@ def test_more_than_a_thousand_articles_are_split_into_files_of_a_thousand(app, s
     index = locs(parse(files["sitemap.xml"]))
     assert [f"{site.base_url}{name}" for name in names] == [
         loc for loc in index if "-news" in loc]
-    assert set(sum((locs(parse(files[n])) for n in names), [])) == set(articles)
+    assert {loc for name in names for loc in locs(parse(files[name]))} == set(articles)
 
 
 def test_robots_txt_lists_the_news_sitemap_while_it_is_published(app, session, client):

@@ -177,6 +177,8 @@ class Url(Timestamps, Base):
     alternates: Mapped[list[UrlAlternate]] = relationship(
         back_populates="url", cascade="all, delete-orphan", order_by="UrlAlternate.hreflang"
     )
+    news: Mapped[UrlNews | None] = relationship(cascade="all, delete-orphan",
+                                                 passive_deletes=True)
 
     def __repr__(self) -> str:
         return f"<Url {self.id} {self.loc!r}>"

@@ -22,6 +22,8 @@ WINDOW = timedelta(days=2)  # an article is listed while it is at most this old
 MAX_NEWS_PER_FILE = 1_000
 MAX_NAME = 200
 MAX_TITLE = 2_000
+# A URL's news data in a CSV file (csv_rows), in this order.
+NEWS_COLUMNS = ("news_publication_date", "news_title")
 NEWS_NS = "http://www.google.com/schemas/sitemap-news/0.9"
 _LANGUAGE = re.compile(r"zh-cn|zh-tw|[a-z]{2,3}")
 _COMPLETE_DAY = re.compile(r"\s*\d{4}-\d{2}-\d{2}")
@@ -93,6 +95,8 @@ def check_news_title(raw: str) -> str:
     if not title:
         raise InvalidValue("news_title", raw, rule_text(
             "is required for a news article: Google News shows it"))
+    if "\n" in title or "\r" in title:
+        raise InvalidValue("news_title", title[:40], rule_text("must be one line"))
     return title
 
 
@@ -106,6 +110,15 @@ def check_news(date: object, title: object) -> NewsData | None:
         raise InvalidValue("news_publication_date", "", rule_text(
             "is required when news_title is given"))
     return NewsData(normalize_publication_date(date_text), check_news_title(title_text))
+
+
+def news_cells(cells: Mapping[str, str]) -> tuple[str, str] | tuple[()] | None:
+    """A CSV row's news data, checked: (publication date, title), () for none (both cells
+    empty: stored news data is removed), or None when the file has no news column."""
+    if not any(name in cells for name in NEWS_COLUMNS):
+        return None
+    news = check_news(cells.get("news_publication_date"), cells.get("news_title"))
+    return () if news is None else (news.publication_date, news.title)
 
 
 def published_at(publication_date: str) -> datetime:

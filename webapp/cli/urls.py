@@ -13,6 +13,7 @@ from sqlalchemy import select
 from webapp.cli import friendly_errors
 from webapp.db import session_scope
 from webapp.models import Url
+from webapp.news import check_news
 from webapp.outbound import Policy
 from webapp.protocol import CHANGEFREQS
 from webapp.sites import find_site
@@ -29,6 +30,7 @@ from webapp.urls import (
     shown,
     write_url,
 )
+from webapp.urls.news import save_news
 
 group = AppGroup("urls", help="Add, delete and import the URLs of a site.")
 
@@ -42,26 +44,37 @@ group = AppGroup("urls", help="Add, delete and import the URLs of a site.")
 @click.option("--image", "images", multiple=True, help="URL of an image on the page (repeatable).")
 @click.option("--alternate", "alternates", multiple=True,
               help="LANG=URL of a translation, e.g. de=https://... (repeatable).")
+@click.option("--news-date", help="Google News: when the article was published (W3C, at "
+              "least the day).")
+@click.option("--news-title", help="Google News: the article's title.")
+@click.option("--no-news", is_flag=True, help="Remove the URL's Google News data.")
 @friendly_errors
-def urls_add(site_ref, loc, lastmod, changefreq, priority, images, alternates):
+def urls_add(site_ref, loc, lastmod, changefreq, priority, images, alternates, news_date,
+             news_title, no_news):
     """Add a URL, or update the one with the same loc."""
     fields = {name: value for name, value in
               (("lastmod", lastmod), ("changefreq", changefreq), ("priority", priority))
               if value is not None}
+    given_news = no_news or news_date is not None or news_title is not None
+    article = None if no_news else check_news(news_date, news_title)  # checked before writing
     with session_scope() as session:
         site = find_site(session, site_ref)
         saved = write_url(session, site, check_url(site, loc, fields, images or None,
                                                    alternates or None))
+        news_changed = given_news and save_news(session, site, saved.url.loc, article)
         for note in saved.notes:
             click.echo(f"note: {note}")
         if saved.created:
             click.echo(f"added {saved.url.loc}")
-        elif not saved.changes:
+        elif not saved.changes and not news_changed:
             click.echo(f"unchanged {saved.url.loc}: it already has these values")
         else:
             click.echo(f"updated {saved.url.loc}")
             for name, (old, new) in saved.changes.items():
                 click.echo(f"  {name}: {shown(name, old)} -> {shown(name, new)}")
+        if news_changed and not saved.created:
+            said = f"{article.publication_date} {article.title}" if article else "none"
+            click.echo(f"  news: {said}")
 
 
 @group.command("delete")

@@ -11,8 +11,8 @@ then (jobs.due) and no file lists an article older than two days for longer than
 from __future__ import annotations
 
 import os
-from contextlib import closing
 from collections.abc import Iterator, Sequence
+from contextlib import closing
 from datetime import datetime
 from pathlib import Path
 

@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterator, Sequence
 
 from webapp.errors import InvalidValue, rule_text
+from webapp.news import NEWS_COLUMNS, news_cells
 from webapp.protocol import (
     FIELD_RULES,
     LANG_URL_RULE,
@@ -39,7 +40,7 @@ Image = tuple[str, str | None, str | None]  # (loc, title, caption)
 Extensions = tuple[tuple[Image, ...] | None, tuple[tuple[str, str], ...] | None]
 
 FIELDS = ("loc", *FIELD_RULES)  # a URL's own columns, stored in its row
-EXTENSION_COLUMNS = ("images", "image_titles", "image_captions", "alternates")
+EXTENSION_COLUMNS = ("images", "image_titles", "image_captions", "alternates", *NEWS_COLUMNS)
 CSV_COLUMNS = (*FIELDS, *EXTENSION_COLUMNS)  # what an export writes, in this order
 
 
@@ -68,7 +69,7 @@ def validate_text(base_url: str, encoding: str, columns: tuple[str, ...],
 
     The values of a row are its fields in the order of `columns` (extension columns left out),
     followed, when the file has any extension column, by its images and its alternates
-    (`Extensions`). A pure function of its arguments, so it can run in a worker process.
+    (`Extensions`) and its news data (`news.news_cells`). A pure function of its arguments, so it can run in a worker process.
     """
     scope = Scope(base_url, encoding)
 
@@ -94,7 +95,7 @@ def validate_text(base_url: str, encoding: str, columns: tuple[str, ...],
             values = tuple(values)
             if extensions:
                 given = {name: cells[n] for name, n in extensions.items()}
-                values += read_extensions(values[loc_at], given, encoding)
+                values += (*read_extensions(values[loc_at], given, encoding), news_cells(given))
         except Excluded as exc:
             excluded.append(exc.pattern)
             continue
@@ -163,7 +164,8 @@ def _escaped(text: str | None) -> str:
 
 
 def export_row(loc: str, lastmod: str | None, changefreq: str | None, priority: float | None,
-               images: Sequence[Image], alternates: Sequence[tuple[str, str]]) -> list[str]:
+               images: Sequence[Image], alternates: Sequence[tuple[str, str]],
+               news: tuple[str, str] | None = None) -> list[str]:
     """The cells of a URL in the order of CSV_COLUMNS, as the import reads them back."""
     titles = [_escaped(title) for _, title, _ in images]
     captions = [_escaped(caption) for _, _, caption in images]
@@ -172,4 +174,5 @@ def export_row(loc: str, lastmod: str | None, changefreq: str | None, priority: 
             "\n".join(image for image, _, _ in images),
             "\n".join(titles) if any(titles) else "",
             "\n".join(captions) if any(captions) else "",
-            "\n".join(f"{lang}={href}" for lang, href in alternates)]
+            "\n".join(f"{lang}={href}" for lang, href in alternates),
+            *(news or ("", ""))]

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from webapp.models import Site, Url, UrlAlternate, UrlImage
 from webapp.urls.csv_rows import CSV_COLUMNS, export_row
+from webapp.urls.news import news_of
 
 BATCH = 5000  # URLs per piece of text, and per query of their images and alternates
 
@@ -33,9 +34,12 @@ def csv_chunks(session: Session, site: Site) -> Iterator[str]:
             break
         first_id, last_id = rows[0].id, rows[-1].id
         images, alternates = _extensions(session, site, first_id, last_id)
+        news = news_of(session, [row.id for row in rows])
         for url_id, *fields in rows:
+            article = news.get(url_id)
             writer.writerow(export_row(*fields, images.get(url_id, ()),
-                                       alternates.get(url_id, ())))
+                                       alternates.get(url_id, ()),
+                                       article and (article.publication_date, article.title)))
         yield out.getvalue()
         out.seek(0)
         out.truncate()

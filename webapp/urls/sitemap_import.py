@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 
 from webapp.errors import InvalidValue, Note
 from webapp.models import Site
-from webapp.said import Line, said, verbatim
+from webapp.news import NewsData
 from webapp.protocol import (
     FIELD_RULES,
     check_text,
@@ -31,10 +31,12 @@ from webapp.protocol import (
     normalize_url_noting,
     origin,
 )
+from webapp.said import Line, said, verbatim
 from webapp.urls.children import Children
 from webapp.urls.edit import check_url
 from webapp.urls.exclusions import Excluded
 from webapp.urls.importing import COLUMNS, ImportReport, write_batch, write_extensions
+from webapp.urls.news import entry_news, store_news
 from webapp.urls.sitemap_reader import Entry, SitemapEntries
 
 BATCH = 2_000  # entries per write: one existence query and one executemany each
@@ -49,6 +51,7 @@ class SitemapUrl:
     images: list[tuple[str, str | None, str | None]]  # (loc, title, caption)
     alternates: dict[str, str]
     notes: tuple[Note, ...] = ()  # what the rules changed (a fragment removed)
+    news: NewsData | None = None
 
 
 class OtherOrigin(Exception):
@@ -159,9 +162,10 @@ def check_entry(site: Site, entry: Entry, origins: Origins) -> SitemapUrl:
     checked = check_url(site, loc, fields, images, alternates)
     texts = [(check_text("image:title", title) or None, check_text("image:caption", caption)
               or None) for _, title, caption in entry.images]
+    article, news_notes = entry_news(site, entry.news)
     return SitemapUrl(checked.loc, (checked.loc, *(checked.values[n] for n in FIELD_RULES)),
                       [(image, *text) for image, text in zip(checked.images, texts)],
-                      checked.alternates, (*notes, *checked.notes))
+                      checked.alternates, (*notes, *checked.notes, *news_notes), article)
 
 
 def import_sitemap(session: Session, site: Site, entries: SitemapEntries,
@@ -209,4 +213,7 @@ def _write(session: Session, site: Site, batch: dict[str, SitemapUrl],
     write_batch(session, site, COLUMNS, {loc: url.values for loc, url in batch.items()}, report)
     write_extensions(session, site, [Children(url.loc, url.images, url.alternates)
                                      for url in batch.values()], report)
+    # An entry without news:news leaves stored news data as it is.
+    store_news(session, site, {url.loc: url.news for url in batch.values() if url.news},
+               report)
     report.unchanged_locs = None

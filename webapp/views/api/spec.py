@@ -65,7 +65,17 @@ SETTINGS = {
                    "null or empty for the default"},
     "verify_ignore": {**nullable(STRING), "description": "regular expressions, one a line, "
                       "of page text that is no change"},
+    "news_name": {**nullable({"type": "string", "maxLength": 200}), "description": "the "
+                  "publication's name on Google News; set, the site publishes sitemap-news.xml "
+                  "of its articles of the last two days; null or empty turns it off"},
+    "news_language": {**nullable(STRING), "description": "ISO 639 code of 2 or 3 letters, or "
+                      "zh-cn / zh-tw; required with news_name"},
 }
+NEWS = {"type": "object", "required": ["publication_date", "title"],
+        "additionalProperties": False,
+        "properties": {"publication_date": {"type": "string", "description": "W3C date with at "
+                                            "least the day, normalised as lastmod is"},
+                       "title": {"type": "string", "minLength": 1, "maxLength": 2000}}}
 
 SCHEMAS = {
     "Error": {
@@ -119,11 +129,13 @@ SCHEMAS = {
             "images": {"type": "array", "items": STRING},
             "alternates": {"type": "object", "additionalProperties": STRING,
                            "description": "hreflang: URL, the page itself included"},
+            "news": {**nullable(NEWS), "description": "the Google News article data; null "
+                     "removes it"},
         },
     },
     "Url": {
         "type": "object",
-        "required": ["loc", "lastmod", "changefreq", "priority", "images", "alternates",
+        "required": ["loc", "lastmod", "changefreq", "priority", "images", "alternates", "news",
                      "deleted_at", "change_seq", "updated_at"],
         "properties": {
             "loc": STRING,
@@ -132,6 +144,7 @@ SCHEMAS = {
             "priority": nullable(PRIORITY),
             "images": {"type": "array", "items": STRING},
             "alternates": {"type": "object", "additionalProperties": STRING},
+            "news": nullable(NEWS),
             "deleted_at": nullable(MOMENT),
             "change_seq": COUNT,
             "updated_at": MOMENT,

@@ -41,6 +41,7 @@ from webapp.urls import (
     starting_with,
     write_url,
 )
+from webapp.urls.news import KEEP, form_news, save_news
 from webapp.verify import health as verification
 from webapp.views.auth import demand, require
 from webapp.views.dashboard import bp, load_site
@@ -180,11 +181,14 @@ def url_edit(slug, url_id):
         demand("editor")
         session = get_session()
         try:
+            article = form_news(form)
             saved = write_url(session, site, check_url(
                 site, url.loc, {name: form.get(name) or None for name in FIELDS},
                 images=[line for line in form.get("images", "").splitlines() if line.strip()],
                 alternates=[line for line in form.get("alternates", "").splitlines()
                             if line.strip()]))
+            if article is not KEEP:
+                save_news(session, site, url.loc, article)
         except InvalidValue as exc:
             session.rollback()
             errors = _by_field(exc)
@@ -201,6 +205,7 @@ def url_edit(slug, url_id):
         images="\n".join(readable_url(image.loc, site.encoding) for image in url.images),
         alternates="\n".join(f"{a.hreflang}={readable_url(a.href, site.encoding)}"
                               for a in url.alternates),
+        news=url.news,
     ), 422 if errors else 200
 
 
