@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from common import BASE, copy_urls, drop_schema, fresh_site_database, postgresql_site_database
@@ -58,6 +59,31 @@ def build_database(path: Path, urls: int) -> None:
             " VALUES (1, ?, ?, ?, ?, ?, ?)",
             ((synthetic_loc(n), synthetic_lastmod(n), CHANGEFREQS[n % 4], PRIORITIES[n % 4], now, now)
              for n in range(urls)))
+
+
+def add_news(db: str, urls: int, now: datetime | None = None) -> int:
+    """The `--extensions` mode's news: 1% of the URLs (every 100th) are Google News articles
+    published within the last two days, and the site is a news publisher; how many."""
+    from sqlalchemy import create_engine, insert, select, update
+
+    from webapp.models import Generation, Site, Url, UrlNews
+
+    now = now or datetime.now(UTC)
+    engine = create_engine(db)
+    with engine.begin() as con:
+        con.execute(update(Site).where(Site.id == 1).values(news_name="Bench Times",
+                                                            news_language="en"))
+        ids = con.execute(select(Url.id).where(Url.site_id == 1).order_by(Url.id)).scalars().all()
+        rows = [{"url_id": url_id, "title": f"Story {n} & more",
+                 "publication_date": (now - timedelta(minutes=n % 2_800)).strftime(
+                     "%Y-%m-%dT%H:%M:%S+00:00")}
+                for n, url_id in enumerate(ids[::100])]
+        for start in range(0, len(rows), 5_000):
+            con.execute(insert(UrlNews), rows[start:start + 5_000])
+        # The run timed next writes every file, as the run without extensions did.
+        con.execute(update(Generation).values(layout=None))
+    engine.dispose()
+    return len(rows)
 
 
 def run_app(db: str, out: Path) -> dict:
@@ -203,6 +229,9 @@ def main() -> None:
     parser.add_argument("--urls", type=int, nargs="+", default=[100_000])
     parser.add_argument("--postgresql", default=os.environ.get("TEST_POSTGRESQL_URL"),
                         help="also measure on this PostgreSQL database, in a schema of its own")
+    parser.add_argument("--extensions", action="store_true",
+                        help="then add extension data (1%% of URLs news articles) and time the "
+                             "app's generation again against its run without them")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -226,6 +255,9 @@ def main() -> None:
                 try:
                     floor = measure("floor", db, tmp_path / "floor")
                     app = measure("app", db, tmp_path / "app")
+                    if args.extensions:
+                        articles = add_news(db, urls)
+                        extended = measure("app", db, tmp_path / "app-extensions")
                 finally:
                     if kind == "postgresql":
                         drop_schema(args.postgresql, schema)
@@ -234,6 +266,11 @@ def main() -> None:
             print(f"{kind:<10} {urls:>9} {app['seconds']:>7.2f} {floor['seconds']:>7.2f} "
                   f"{app['seconds'] / floor['seconds']:>6.2f} {app['peak_mb']:>7.1f} "
                   f"{floor['peak_mb']:>8.1f} {app['files']:>5}  {same}", flush=True)
+            if args.extensions:
+                print(f"{kind:<10} {urls:>9} {extended['seconds']:>7.2f} with extensions "
+                      f"({articles} news articles): {extended['seconds'] / app['seconds']:.2f}x "
+                      f"the run without, {extended['peak_mb']:.1f} MB, "
+                      f"{extended['files']} files", flush=True)
         sizes = sorted(urls for (k, urls) in peaks if k == kind)
         if len(sizes) > 1:
             growth = peaks[kind, sizes[-1]] / peaks[kind, sizes[0]] - 1

@@ -27,10 +27,10 @@ from webapp.urls import (
     hreflang,
     import_opened,
     open_import,
+    save_news,
     shown,
     write_url,
 )
-from webapp.urls.news import save_news
 
 group = AppGroup("urls", help="Add, delete and import the URLs of a site.")
 

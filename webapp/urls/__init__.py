@@ -32,6 +32,7 @@ _HOMES = {
     "import_urls": "importing",
     "check_source_url": "sources", "fetch_source": "sources", "import_opened": "sources",
     "open_import": "sources",
+    "KEEP_NEWS": "news", "form_news": "news", "save_news": "news",
 }
 
 _MODULES = ("health", "hreflang")  # used as a whole: health.warnings(...)

@@ -51,13 +51,13 @@ def _write_some(session: Session, site: Site, given: Mapping[str, NewsData | Non
     return changed
 
 
-KEEP = object()  # a form without the news fields: the stored news data stays
+KEEP_NEWS = object()  # a form without the news fields: the stored news data stays
 
 
 def form_news(form: Mapping[str, str]) -> NewsData | None | object:
-    """The edit form's two news fields, checked (None: both empty), or KEEP."""
+    """The edit form's two news fields, checked (None: both empty), or KEEP_NEWS."""
     if "news_title" not in form and "news_publication_date" not in form:
-        return KEEP
+        return KEEP_NEWS
     return check_news(form.get("news_publication_date"), form.get("news_title"))
 
 

@@ -29,19 +29,21 @@ from webapp.models import Site, Url
 from webapp.protocol import CHANGEFREQS
 from webapp.urls import (
     ENCODINGS,
+    KEEP_NEWS,
     ImportFormatError,
     check_encoding_choice,
     check_source_url,
     check_url,
     csv_chunks,
     delete_urls,
+    form_news,
     health,
     hreflang,
+    save_news,
     shown,
     starting_with,
     write_url,
 )
-from webapp.urls.news import KEEP, form_news, save_news
 from webapp.verify import health as verification
 from webapp.views.auth import demand, require
 from webapp.views.dashboard import bp, load_site
@@ -187,7 +189,7 @@ def url_edit(slug, url_id):
                 images=[line for line in form.get("images", "").splitlines() if line.strip()],
                 alternates=[line for line in form.get("alternates", "").splitlines()
                             if line.strip()]))
-            if article is not KEEP:
+            if article is not KEEP_NEWS:
                 save_news(session, site, url.loc, article)
         except InvalidValue as exc:
             session.rollback()

@@ -23,8 +23,7 @@ from sqlalchemy.orm import ORMExecuteState, Session, lazyload, sessionmaker
 from webapp.db import after_commit
 from webapp.models import Site
 from webapp.protocol import DEFAULT_PORTS, directory, origin
-from webapp.sitemaps import SitemapStore
-from webapp.sitemaps.news import news_sitemap_names
+from webapp.sitemaps import SitemapStore, news_sitemap_names
 
 log = logging.getLogger(__name__)
 
