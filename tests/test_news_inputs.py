@@ -16,7 +16,7 @@ from tests.builders import make_site
 from tests.sitemap_schema import locs, parse
 from webapp import jobs
 from webapp.errors import InvalidValue
-from webapp.models import Site, Url, UrlNews, User
+from webapp.models import Site, Url, UrlNews
 from webapp.news import check_news
 from webapp.outbound import Policy
 from webapp.sitemaps import get_store
