@@ -198,10 +198,10 @@ def test_the_news_file_is_served_as_xml(app, session, client):
     site = news_site(session)
     add_articles(session, site, [NOW - timedelta(hours=1)])
     jobs.regenerate(site.id, app, now=NOW)
-    response = client.get("/sitemap-news.xml", base_url="https://shop.example.com")
-    assert response.status_code == 200
-    assert response.content_type.startswith("application/xml")
-    assert b"<news:title>Story 0</news:title>" in response.data
+    with client.get("/sitemap-news.xml", base_url="https://shop.example.com") as response:
+        assert response.status_code == 200
+        assert response.content_type.startswith("application/xml")
+        assert b"<news:title>Story 0</news:title>" in response.data
 
 
 # --- Runs --------------------------------------------------------------------------------------
@@ -255,3 +255,27 @@ def test_a_changed_article_marks_its_url_changed_and_an_unchanged_one_does_not(a
     write_news(session, site, {loc: None}, lambda: next_change_seq(session, site.id))
     assert session.scalar(select(UrlNews).where(UrlNews.url_id == Url.id, Url.loc == loc)) \
         is None
+
+
+def test_the_news_file_has_a_page_for_people_too(app, session, client):
+    site = news_site(session)
+    add_articles(session, site, [NOW - timedelta(hours=1)])
+    jobs.regenerate(site.id, app, now=NOW)
+    with client.get(f"/sitemaps/{site.slug}/view/sitemap-news.xml") as page:
+        assert page.status_code == 200
+        assert f"{site.base_url}news/0" in page.text
+
+
+def test_the_readmes_example_file_imports_every_row(app, session):
+    from pathlib import Path
+
+    from webapp.urls import import_urls
+
+    site = make_site(session, "News", "https://news.example.com/")
+    example = Path(__file__).resolve().parent.parent / "docs" / "news-example.csv"
+    with example.open(encoding="utf-8", newline="") as stream:
+        report = import_urls(session, site, stream)
+    session.commit()
+    assert (report.added, report.rejected) == (3, 0), report.rejections
+    assert session.scalar(select(UrlNews.title).order_by(UrlNews.url_id)) == \
+        "Central bank holds rates"
