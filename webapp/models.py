@@ -206,6 +206,8 @@ class UrlNews(Base):
     """A page's Google News article data (`news:news`): one row per URL at most."""
 
     __tablename__ = "url_news"
+    # A news sitemap reads the articles of the last two days, of every site: few of many.
+    __table_args__ = (Index("ix_url_news_publication_date", "publication_date"),)
 
     url_id: Mapped[int] = mapped_column(ForeignKey("urls.id", ondelete="CASCADE"),
                                         primary_key=True)

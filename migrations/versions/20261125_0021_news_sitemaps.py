@@ -32,9 +32,11 @@ def upgrade() -> None:
                                 name=op.f('fk_url_news_url_id_urls'), ondelete='CASCADE'),
         sa.PrimaryKeyConstraint('url_id', name=op.f('pk_url_news')),
     )
+    op.create_index('ix_url_news_publication_date', 'url_news', ['publication_date'])
 
 
 def downgrade() -> None:
+    op.drop_index('ix_url_news_publication_date', table_name='url_news')
     op.drop_table('url_news')
     with op.batch_alter_table('sites') as batch:
         batch.drop_column('news_due_at')
