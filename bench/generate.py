@@ -14,7 +14,8 @@ same work. Prints seconds, ratio, and peak RSS of each child.
     python bench/generate.py --extensions --urls 1000000
 
 With --extensions: the same site generated twice, each in a fresh database and child process,
-without extensions and with them (add_extensions: 10% of the URLs carry a video); prints both
+without extensions and with them (add_extensions: 10% of the URLs carry a video, 1% are news
+articles of a news publisher); prints both
 times and their ratio (the target is 1.5 at most).
 """
 
@@ -29,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from common import BASE, copy_urls, drop_schema, fresh_site_database, postgresql_site_database
@@ -69,6 +71,7 @@ def build_database(path: Path, urls: int) -> None:
 def add_extensions(db: str, urls: int) -> None:
     """The extension rows of the --extensions run, each kind loaded by a function of its own."""
     add_videos(db, urls)
+    add_news(db, urls)
 
 
 def add_videos(db: str, urls: int) -> None:
@@ -101,6 +104,32 @@ def add_videos(db: str, urls: int) -> None:
             connection.execute(insert(UrlVideo), [video(n) for n in
                                                   range(start, min(start + 10_000, count))])
     engine.dispose()
+def add_news(db: str, urls: int, now: datetime | None = None, rows: bool = True,
+             site_is_news: bool = True) -> int:
+    """The `--extensions` mode's news: 1% of the URLs (every 100th) are Google News articles
+    published within the last two days (`rows`), and the site is a news publisher
+    (`site_is_news`); how many articles. The next run writes every file again."""
+    from sqlalchemy import create_engine, insert, select, update
+
+    from webapp.models import Generation, Site, Url, UrlNews
+
+    now = now or datetime.now(UTC)
+    engine = create_engine(db)
+    with engine.begin() as con:
+        if site_is_news:
+            con.execute(update(Site).where(Site.id == 1).values(news_name="Bench Times",
+                                                                news_language="en"))
+        ids = con.execute(select(Url.id).where(Url.site_id == 1).order_by(Url.id)).scalars().all()
+        articles = [{"url_id": url_id, "title": f"Story {n} & more",
+                     "publication_date": (now - timedelta(minutes=n % 2_800)).strftime(
+                         "%Y-%m-%dT%H:%M:%S+00:00")}
+                    for n, url_id in enumerate(ids[::100])]
+        for start in range(0, len(articles) if rows else 0, 5_000):
+            con.execute(insert(UrlNews), articles[start:start + 5_000])
+        # The run timed next writes every file, as the run without extensions did.
+        con.execute(update(Generation).values(layout=None))
+    engine.dispose()
+    return len(articles)
 
 
 def run_app(db: str, out: Path) -> dict:
@@ -248,7 +277,8 @@ def main() -> None:
     parser.add_argument("--postgresql", default=os.environ.get("TEST_POSTGRESQL_URL"),
                         help="also measure on this PostgreSQL database, in a schema of its own")
     parser.add_argument("--extensions", action="store_true",
-                        help="compare a run with extensions (videos) against one without")
+                        help="compare a run with extensions (10%% of URLs with a video, 1%% news "
+                             "articles of a news publisher) against one without")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:

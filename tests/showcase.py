@@ -11,10 +11,11 @@ from flask import Flask
 
 from webapp import jobs, tasks
 from webapp.models import Delivery, Site, utcnow
+from webapp.news import check_news
 from webapp.protocol import normalize_url
 from webapp.sites import create_site, update_site
 from webapp.tokens import create_token
-from webapp.urls import check_url, save_url, write_url
+from webapp.urls import check_url, save_news, save_url, write_url
 from webapp.users import create_user
 
 PASSWORD = "correct horse battery"
@@ -53,6 +54,10 @@ def seed_showcase(app: Flask) -> dict:
                               alternates=[f"ja={ARTICLE}", f"en={ENGLISH}"])
         save_url(session, site, ENGLISH, {}, alternates=[f"ja={ARTICLE}", f"en={ENGLISH}"])
         write_url(session, site, check_url(site, ARTICLE, videos=[VIDEO]))
+        # A news publisher: the article's edit page shows its Google News fields filled.
+        update_site(session, site, {"news_name": "山の道具ニュース", "news_language": "ja"})
+        save_news(session, site, ARTICLE, check_news(
+            "2026-11-20T09:00:00+09:00", "冬山に向けたジャケットの選び方"))
         for path in ("", "shoes", "shoes/red-running-shoes", "about"):
             save_url(session, shop, f"https://shop.example.com/{path}", {"lastmod": "2026-11-24"})
         create_token(session, admin, "CMS on www", "write", [site])

@@ -18,7 +18,8 @@ from sqlalchemy.orm import selectinload
 from tests.builders import make_site
 from webapp import tasks
 from webapp.errors import InvalidValue
-from webapp.models import Url, UrlAlternate, UrlImage, UrlVideo
+from webapp.models import Url, UrlAlternate, UrlImage, UrlNews, UrlVideo
+from webapp.news import check_news
 from webapp.outbound import Policy
 from webapp.protocol import CHANGEFREQS, check_text
 from webapp.urls import (
@@ -56,12 +57,13 @@ def snapshot(session, site) -> list[tuple]:
     session.expire_all()
     urls = session.scalars(select(Url).where(Url.site_id == site.id, Url.deleted_at.is_(None))
                            .options(selectinload(Url.images), selectinload(Url.alternates),
-                                    selectinload(Url.videos))
+                                    selectinload(Url.videos), selectinload(Url.news))
                            .order_by(Url.loc))
     return [(url.loc, url.lastmod, url.changefreq, url.priority,
              [(image.loc, image.title, image.caption) for image in url.images],
              [(alternate.hreflang, alternate.href) for alternate in url.alternates],
-             [Video.from_row(video) for video in url.videos])
+             [Video.from_row(video) for video in url.videos],
+             url.news and (url.news.publication_date, url.news.title))
             for url in urls]
 
 
@@ -137,6 +139,9 @@ def pages(draw, base: str) -> dict:
             st.sampled_from([base, "https://other.example/"]), text), max_size=3)),
         "own_language": draw(st.sampled_from(["en", "fr-CA"])),
         "videos": draw(videos(base)),
+        "news": draw(st.one_of(st.none(), st.tuples(st.one_of(
+            st.dates().map(str), st.datetimes().map(lambda moment: moment.isoformat() + "-05:00"),
+            st.sampled_from(["2026-11", "", "soon"])), st.one_of(words, st.just(""))))),
     }
 
 
@@ -154,7 +159,8 @@ def store(session, site, page: dict) -> None:
                                 alternates, page.get("videos"))
         texts = [(check_text("title", title) if title else None,
                   check_text("caption", caption) if caption else None)
-                 for _, _, title, caption in page["images"]]
+                 for _, _, title, caption in page.get("images", ())]
+        article = check_news(*page["news"]) if page.get("news") else None
     except InvalidValue:
         return
     if session.scalar(select(Url.id).where(Url.site_id == site.id, Url.loc == checked.loc)):
@@ -166,6 +172,8 @@ def store(session, site, page: dict) -> None:
                       for lang, href in (checked.alternates or {}).items()]
     url.videos = [UrlVideo(position=n, **video.as_row())
                   for n, video in enumerate(checked.videos or ())]
+    if article is not None:
+        url.news = UrlNews(publication_date=article.publication_date, title=article.title)
     session.add(url)
     session.flush()
 

@@ -301,9 +301,11 @@ def due(site, now: datetime) -> tuple[bool, bool]:
     scheduled = site.schedule != "off" and (site.next_run_at is None or site.next_run_at <= now)
     quiet = site.changed_at is None or site.changed_at + timedelta(seconds=site.change_delay) <= now
     overdue = site.pending_since is not None and site.pending_since + max_wait(site) <= now
-    changed = site.change_seq > site.generated_seq and (quiet or overdue) and (
-        site.retry_at is None or site.retry_at <= now)
-    return scheduled, changed
+    retry_passed = site.retry_at is None or site.retry_at <= now
+    changed = site.change_seq > site.generated_seq and (quiet or overdue) and retry_passed
+    # A news article of the published files turned two days old (sitemaps.news).
+    aged = site.news_due_at is not None and site.news_due_at <= now and retry_passed
+    return scheduled, changed or aged
 
 
 def due_site_ids(session: Session, now: datetime, *where) -> list[int]:
@@ -311,8 +313,10 @@ def due_site_ids(session: Session, now: datetime, *where) -> list[int]:
     `due` needs, with no object per site."""
     rows = session.execute(select(
         Site.id, Site.schedule, Site.next_run_at, Site.changed_at, Site.change_delay,
-        Site.pending_since, Site.change_seq, Site.generated_seq, Site.retry_at).where(
-        or_(Site.schedule != "off", Site.change_seq > Site.generated_seq), *where)
+        Site.pending_since, Site.change_seq, Site.generated_seq, Site.retry_at,
+        Site.news_due_at).where(
+        or_(Site.schedule != "off", Site.change_seq > Site.generated_seq,
+            Site.news_due_at <= now), *where)
         .order_by(Site.id)).all()
     return [row.id for row in rows if any(due(row, now))]
 
@@ -348,7 +352,7 @@ def _generate_if_due(site_id: int, app: Flask, now: datetime) -> Generation | No
         return "schedule" if scheduled else "change" if changed else None
 
     try:
-        return regenerate(site_id, app, when=still_due)
+        return regenerate(site_id, app, now, when=still_due)  # the clock it was due by
     except SiteBusy:
         return None  # another process is on it
 

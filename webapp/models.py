@@ -138,6 +138,12 @@ class Site(Timestamps, Base):
     verify_next_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     user_agent: Mapped[str | None] = mapped_column(String(300))
     verify_ignore: Mapped[str | None] = mapped_column(Text)
+    # Google News (webapp.news): the publication's name and language; a site with a name
+    # publishes a news sitemap of its articles of the last two days.
+    news_name: Mapped[str | None] = mapped_column(String(200))
+    news_language: Mapped[str | None] = mapped_column(String(7))
+    # When the oldest article of the published news files turns two days old: due then.
+    news_due_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     urls: Mapped[list[Url]] = relationship(back_populates="site", passive_deletes=True)
     generations: Mapped[list[Generation]] = relationship(back_populates="site", passive_deletes=True)
@@ -184,6 +190,8 @@ class Url(Timestamps, Base):
     videos: Mapped[list[UrlVideo]] = relationship(
         back_populates="url", cascade="all, delete-orphan", order_by="UrlVideo.position"
     )
+    news: Mapped[UrlNews | None] = relationship(cascade="all, delete-orphan",
+                                                 passive_deletes=True)
 
     def __repr__(self) -> str:
         return f"<Url {self.id} {self.loc!r}>"
@@ -243,6 +251,21 @@ class UrlVideo(Base):
 
     def __repr__(self) -> str:
         return f"<UrlVideo {self.id} {self.title!r}>"
+class UrlNews(Base):
+    """A page's Google News article data (`news:news`): one row per URL at most."""
+
+    __tablename__ = "url_news"
+    # A news sitemap reads the articles of the last two days, of every site: few of many.
+    __table_args__ = (Index("ix_url_news_publication_date", "publication_date"),)
+
+    url_id: Mapped[int] = mapped_column(ForeignKey("urls.id", ondelete="CASCADE"),
+                                        primary_key=True)
+    # In the one form lastmod is stored in: YYYY-MM-DD or YYYY-MM-DDThh:mm:ss+00:00.
+    publication_date: Mapped[str] = mapped_column(String(25))
+    title: Mapped[str] = mapped_column(Text)
+
+    def __repr__(self) -> str:
+        return f"<UrlNews {self.url_id} {self.publication_date}>"
 
 
 class UrlAlternate(Base):

@@ -136,6 +136,12 @@ _FIELDS = [
     Field("verify_ignore", _l("Text that is no change"),
           _l("Regular expressions, one per line, of page text that does not count as a "
              "change (a timestamp, a nonce)."), "lines"),
+    Field("news_name", _l("News publication name"),
+          _l("As it appears on Google News. Set, the site publishes a news sitemap "
+             "(sitemap-news.xml) of the articles of the last two days; empty turns it off.")),
+    Field("news_language", _l("News publication language"),
+          _l("An ISO 639 code of 2 or 3 letters, such as en or ja; zh-cn or zh-tw for "
+             "Chinese. Required with a publication name.")),
 ]
 FIELDS = {field.name: field for field in _FIELDS}
 assert set(FIELDS) == set(SETTINGS), (
@@ -155,6 +161,7 @@ SECTIONS = (
     (_l("Exclusions and discovery"), ("exclude", "strip_params", "discover_mode")),
     (_l("Verification"), ("lastmod_source", "leave_out", "verify_schedule", "user_agent",
                           "verify_ignore")),
+    (_l("Google News"), ("news_name", "news_language")),
 )
 assert sorted(sum((names for _, names in SECTIONS), ())) == sorted(SETTINGS), (
     "every setting belongs to one section of the form")

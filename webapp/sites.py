@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from sqlalchemy import delete, func, or_, select
 from sqlalchemy.orm import Session
 
-from webapp import notify
+from webapp import news, notify
 from webapp.db import after_commit
 from webapp.errors import (
     Conflict,
@@ -208,6 +208,7 @@ SETTINGS: dict[str, tuple[Callable[[str], object], Callable[[object], str]]] = {
     "sections": (parse_sections, show_exclude),  # lines, shown on one line as exclude is
     "discover_mode": (_check_choice("discover_mode", ("review", "add")), str),
     **verification.SETTINGS,
+    **news.SETTINGS,
 }
 
 
@@ -279,6 +280,8 @@ def update_site(session: Session, site: Site, changes: Mapping[str, str],
         taken = session.scalar(select(Site.id).where(Site.slug == values["slug"]))
         if taken is not None:
             errors.append(Conflict("slug", values["slug"], "is already used by another site"))
+    if not errors:
+        errors += news.check_settings(site, values)
     raise_all(errors)
     warning = check_site_scope(base_url, sitemap_url)
     _check_own_file_names(session, site, sitemap_url, values.get("sections", site.sections))

@@ -14,6 +14,7 @@ from sqlalchemy import select
 from webapp.cli import friendly_errors
 from webapp.db import session_scope
 from webapp.models import Url
+from webapp.news import check_news
 from webapp.outbound import Policy
 from webapp.protocol import CHANGEFREQS, normalize_url
 from webapp.sites import find_site
@@ -29,6 +30,7 @@ from webapp.urls import (
     import_opened,
     open_import,
     read_videos_file,
+    save_news,
     shown,
     videos_json,
     write_url,
@@ -50,27 +52,38 @@ group = AppGroup("urls", help="Add, delete and import the URLs of a site.")
               help="A JSON file (- for standard input) holding the page's videos: a list of "
                    "objects with the API's video fields, as `urls show --json` prints them; "
                    "they replace the stored ones ([] removes them).")
+@click.option("--news-date", help="Google News: when the article was published (W3C, at "
+              "least the day).")
+@click.option("--news-title", help="Google News: the article's title.")
+@click.option("--no-news", is_flag=True, help="Remove the URL's Google News data.")
 @friendly_errors
-def urls_add(site_ref, loc, lastmod, changefreq, priority, images, alternates, videos_file):
+def urls_add(site_ref, loc, lastmod, changefreq, priority, images, alternates, videos_file,
+             news_date, news_title, no_news):
     """Add a URL, or update the one with the same loc."""
     fields = {name: value for name, value in
               (("lastmod", lastmod), ("changefreq", changefreq), ("priority", priority))
               if value is not None}
+    given_news = no_news or news_date is not None or news_title is not None
+    article = None if no_news else check_news(news_date, news_title)  # checked before writing
     with session_scope() as session:
         site = find_site(session, site_ref)
         videos = None if videos_file is None else read_videos_file(videos_file.read())
         saved = write_url(session, site, check_url(site, loc, fields, images or None,
                                                    alternates or None, videos))
+        news_changed = given_news and save_news(session, site, saved.url.loc, article)
         for note in saved.notes:
             click.echo(f"note: {note.english()}")
         if saved.created:
             click.echo(f"added {saved.url.loc}")
-        elif not saved.changes:
+        elif not saved.changes and not news_changed:
             click.echo(f"unchanged {saved.url.loc}: it already has these values")
         else:
             click.echo(f"updated {saved.url.loc}")
             for name, (old, new) in saved.changes.items():
                 click.echo(f"  {name}: {shown(name, old)} -> {shown(name, new)}")
+        if news_changed and not saved.created:
+            said = f"{article.publication_date} {article.title}" if article else "none"
+            click.echo(f"  news: {said}")
 
 
 @group.command("show")
@@ -81,14 +94,16 @@ def urls_add(site_ref, loc, lastmod, changefreq, priority, images, alternates, v
                    "of `urls add` reads.")
 @friendly_errors
 def urls_show(site_ref, loc, as_json):
-    """Every stored value of a URL: its fields, images, language versions and videos."""
+    """Every stored value of a URL: its fields, images, language versions, videos and news."""
     with session_scope() as session:
         site = find_site(session, site_ref)
         url = find_url(session, site, normalize_url(loc, site.encoding))
         shown_url = {"loc": url.loc, "lastmod": url.lastmod, "changefreq": url.changefreq,
                      "priority": url.priority, "images": [image.loc for image in url.images],
                      "alternates": {a.hreflang: a.href for a in url.alternates},
-                     "videos": videos_json(url.videos)}
+                     "videos": videos_json(url.videos),
+                     "news": url.news and {"publication_date": url.news.publication_date,
+                                           "title": url.news.title}}
     if as_json:
         click.echo(json.dumps(shown_url, ensure_ascii=False, indent=2))
         return
@@ -103,6 +118,8 @@ def urls_show(site_ref, loc, as_json):
         for name, value in video.items():
             if value not in (None, []):
                 click.echo(f"  {name}: {_shown_value(value)}")
+    if shown_url["news"]:
+        click.echo(f"news: {shown_url['news']['publication_date']} {shown_url['news']['title']}")
 
 
 def _shown_value(value: object) -> str:

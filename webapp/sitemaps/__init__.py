@@ -1,7 +1,8 @@
 """Sitemap files, from the database to the published set: `rows` streams a site's URLs, `build`
 writes XML, `generate` ties a run together (`incremental` when the last set can be reused,
 `sections` and `sectioned` when the site is split into sections),
-`publish` stores sets in the database (shared by every node), `small_sites` writes and
+`publish` stores sets in the database (shared by every node), `news` writes a news
+publisher's news files, `small_sites` writes and
 publishes many small sites at once, `cache` keeps their bodies on this node, `history`
 compares two of them. Others use the names below.
 """
@@ -14,13 +15,15 @@ from webapp.db import new_session
 from webapp.sitemaps.build import STYLESHEET, Limits, SitemapLimitError, replace_file
 from webapp.sitemaps.generate import Published, generate_site, republish_site
 from webapp.sitemaps.history import diff
+from webapp.sitemaps.news import news_sitemap_names
 from webapp.sitemaps.publish import MissingBody, PublishedFile, PublishedSet, SitemapStore
 from webapp.sitemaps.sectioned import assign as assign_sections
 from webapp.sitemaps.small_sites import is_small, publish_small_sites, write_small_sites
 
 __all__ = ["STYLESHEET", "Limits", "MissingBody", "Published", "PublishedFile", "PublishedSet",
            "SitemapLimitError", "SitemapStore", "assign_sections", "diff", "generate_site",
-           "get_store", "init_app", "is_small", "publish_small_sites", "replace_file", "republish_site",
+           "get_store", "init_app", "is_small", "news_sitemap_names", "publish_small_sites",
+           "replace_file", "republish_site",
            "write_small_sites"]
 
 

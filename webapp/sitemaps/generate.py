@@ -27,7 +27,7 @@ from webapp.models import (
     utcnow,
 )
 from webapp.protocol import directory, normalize_lastmod
-from webapp.sitemaps import incremental, sectioned
+from webapp.sitemaps import incremental, news, sectioned
 from webapp.sitemaps.build import (
     STYLESHEET,
     BuiltFile,
@@ -162,13 +162,18 @@ def generate_site(session: Session, site: Site, generation: Generation, store: S
             with closing(url_entries(session.connection(), site, images, alternates,
                                      videos=videos)) as entries:
                 files = writer.write(counted(entries, live, progress) if progress else entries)
+        news_files, site_news_due = news.write_news_files(
+            session.connection(), site, folder, stem, stylesheet, now or utcnow())
+        if len(files) == 1 and not site.news_name and not site.sections:
+            # A news publisher's or a sectioned site's entry is an index, always.
+            _rename(folder, files[0], entry_name(site))
+        files += news_files
         if not files:
             stylesheet = None  # nothing to render
         elif stylesheet:
             shutil.copyfile(STYLESHEET, folder / stylesheet)
-        if len(files) == 1 and not site.sections:
-            _rename(folder, files[0], entry_name(site))
         generation.layout = layout
+        site.news_due_at = site_news_due
         generation.left_out = publishing.left_out_counts(
             session, [site.id], {site.id: site}).get(site.id)
         return _finish(session, site, generation, store, folder, files,
@@ -192,7 +197,8 @@ def republish_site(session: Session, site: Site, generation: Generation, store: 
     """
     kept = store.generation_set(site.storage_key, source.id)
     files = [BuiltFile(f.name, f.kind, f.url_count, f.bytes, f.gzip_bytes, f.sha256,
-                       f.first_url_id, f.last_url_id) for f in source.files if f.kind == "urlset"]
+                       f.first_url_id, f.last_url_id) for f in source.files
+             if f.kind in ("urlset", news.KIND)]
     stylesheet = next((Entry(f.name, f.kind, f.sha256, f.size, None, None)
                        for f in kept.files.values() if f.kind == "stylesheet"), None)
     with store.staging(site.storage_key, generation.id) as folder:

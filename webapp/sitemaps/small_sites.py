@@ -88,8 +88,10 @@ class SmallRun:
 
 def is_small(site: Site) -> bool:
     """Whether the site is one to generate in a batch, by its live URL count; a site with
-    sections never is (its files and index are written by `generate_site`)."""
-    return 0 < site.url_count <= min(SMALL_SITE, site.max_urls_per_file) and not site.sections
+    sections or a news publisher never is (its files and index are written by
+    `generate_site`, one by one)."""
+    return (0 < site.url_count <= min(SMALL_SITE, site.max_urls_per_file)
+            and not site.sections and not site.news_name)
 
 
 def write_small_sites(session: Session, sites: Sequence[Site], now: datetime,

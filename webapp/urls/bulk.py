@@ -17,14 +17,16 @@ from sqlalchemy.orm import Session
 
 from webapp.errors import InvalidValue, InvalidValues, Note, each_error
 from webapp.models import Site, Url
+from webapp.news import NewsData
 from webapp.protocol import FIELD_RULES, normalize_url_noting
 from webapp.urls.children import IN_CHUNK, Children
 from webapp.urls.edit import CheckedUrl, check_url, delete_urls
 from webapp.urls.exclusions import Excluded
 from webapp.urls.importing import COLUMNS, ImportReport, write_batch, write_extensions
+from webapp.urls.news import item_news, store_news
 from webapp.urls.video_json import api_field, check_videos_json
 
-ITEM_FIELDS = ("loc", *FIELD_RULES, "images", "alternates", "videos")
+ITEM_FIELDS = ("loc", *FIELD_RULES, "images", "alternates", "videos", "news")
 ITEM_NAMES = {"image": "images", "alternate": "alternates"}  # the rules' names: the item's plural
 MAX_ITEMS = 10_000
 
@@ -126,6 +128,7 @@ def upsert_urls(session: Session, site: Site, items: Sequence[object]) -> SyncRe
     """Add or update every valid item by its loc (fields an item leaves out keep their values)."""
     report = SyncReport()
     checked: dict[str, tuple[int, CheckedUrl, tuple[str, ...]]] = {}
+    news: dict[str, NewsData | None] = {}  # of the items that say it; None removes it
     for index, item in enumerate(items):
         try:
             url = check_item(site, item)
@@ -138,9 +141,16 @@ def upsert_urls(session: Session, site: Site, items: Sequence[object]) -> SyncRe
             report.reject(index, InvalidValue("loc", url.loc, "appears more than once in this "
                                               f"request (first at index {checked[url.loc][0]})"))
             continue
+        try:
+            article = item_news(item)
+        except InvalidValue as exc:
+            report.reject(index, exc)
+            continue
         report.note(index, url.notes)
         given = tuple(name for name in COLUMNS if name in item)  # loc is always given
         checked[url.loc] = (index, url, given)
+        if "news" in item:
+            news[url.loc] = article
     # Written in batches, one per set of fields given; then the images and alternates of the
     # items that carry them, all at once, in rows of their own.
     batches: dict[tuple[str, ...], dict[str, tuple]] = {}
@@ -156,6 +166,7 @@ def upsert_urls(session: Session, site: Site, items: Sequence[object]) -> SyncRe
         for _, url, _ in checked.values()
         if url.images is not None or url.alternates is not None or url.videos is not None
     ], counts, frozenset({"title", "caption"}))  # images named by loc keep their titles
+    store_news(session, site, news, counts)
     report.created, report.updated = counts.added, counts.updated
     report.unchanged = counts.unchanged
     return report

@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterator, Sequence
 
 from webapp.errors import InvalidValue, rule_text, said_of
+from webapp.news import NEWS_COLUMNS, news_cells
 from webapp.protocol import (
     FIELD_RULES,
     LANG_URL_RULE,
@@ -42,7 +43,8 @@ Image = tuple[str, str | None, str | None]  # (loc, title, caption)
 Extensions = tuple[tuple[Image, ...] | None, tuple[tuple[str, str], ...] | None, tuple | None]
 
 FIELDS = ("loc", *FIELD_RULES)  # a URL's own columns, stored in its row
-EXTENSION_COLUMNS = ("images", "image_titles", "image_captions", "alternates", *VIDEO_COLUMNS)
+EXTENSION_COLUMNS = ("images", "image_titles", "image_captions", "alternates", *VIDEO_COLUMNS,
+                     *NEWS_COLUMNS)
 CSV_COLUMNS = (*FIELDS, *EXTENSION_COLUMNS)  # what an export writes, in this order
 
 
@@ -72,7 +74,8 @@ def validate_text(base_url: str, encoding: str, columns: tuple[str, ...],
 
     The values of a row are its fields in the order of `columns` (extension columns left out),
     followed, when the file has any extension column, by its images, its alternates and its
-    videos (`Extensions`). A pure function of its arguments, so it can run in a worker process.
+    videos (`Extensions`) and its news data (`news.news_cells`). A pure function of its
+    arguments, so it can run in a worker process.
     """
     scope = Scope(base_url, encoding)
 
@@ -100,7 +103,7 @@ def validate_text(base_url: str, encoding: str, columns: tuple[str, ...],
             values = tuple(values)
             if extensions:
                 given = {name: cells[n] for name, n in extensions.items()}
-                values += read_extensions(values[loc_at], given, encoding)
+                values += (*read_extensions(values[loc_at], given, encoding), news_cells(given))
         except Excluded as exc:
             excluded.append(exc.pattern)
             continue
@@ -170,7 +173,8 @@ def _escaped(text: str | None) -> str:
 
 def export_row(loc: str, lastmod: str | None, changefreq: str | None, priority: float | None,
                images: Sequence[Image], alternates: Sequence[tuple[str, str]],
-               videos: Sequence | None = None) -> list[str]:
+               videos: Sequence | None = None,
+               news: tuple[str, str] | None = None) -> list[str]:
     """The cells of a URL in the order of CSV_COLUMNS, as the import reads them back (without
     the video columns when `videos` is None: an export of a site without videos)."""
     titles = [_escaped(title) for _, title, _ in images]
@@ -181,4 +185,4 @@ def export_row(loc: str, lastmod: str | None, changefreq: str | None, priority: 
             "\n".join(titles) if any(titles) else "",
             "\n".join(captions) if any(captions) else "",
             "\n".join(f"{lang}={href}" for lang, href in alternates),
-            *(() if videos is None else export_cells(videos))]
+            *(() if videos is None else export_cells(videos)), *(news or ("", ""))]

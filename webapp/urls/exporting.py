@@ -1,5 +1,6 @@
 """A site's live URLs as the CSV the import reads back: every field, images, alternates and
-videos included (csv_rows names the columns; the video columns only for a site with videos). The dashboard's download and `flask urls export` write
+videos and news included (csv_rows names the columns; the video columns only for a site with
+videos). The dashboard's download and `flask urls export` write
 the same text, streamed in pieces, so a site of any size takes bounded memory."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from webapp.models import Site, Url, UrlAlternate, UrlImage, UrlVideo
 from webapp.urls.csv_rows import CSV_COLUMNS, export_row
 from webapp.urls.video_cells import VIDEO_COLUMNS
 from webapp.urls.video_store import videos_of
+from webapp.urls.news import news_of
 
 BATCH = 5000  # URLs per piece of text, and per query of their images and alternates
 
@@ -39,10 +41,13 @@ def csv_chunks(session: Session, site: Site) -> Iterator[str]:
         first_id, last_id = rows[0].id, rows[-1].id
         images, alternates = _extensions(session, site, first_id, last_id)
         videos = videos_of(session, [row.id for row in rows]) if with_videos else {}
+        news = news_of(session, [row.id for row in rows])
         for url_id, *fields in rows:
+            article = news.get(url_id)
             writer.writerow(export_row(*fields, images.get(url_id, ()),
                                        alternates.get(url_id, ()),
-                                       videos.get(url_id, []) if with_videos else None))
+                                       videos.get(url_id, []) if with_videos else None,
+                                       article and (article.publication_date, article.title)))
         yield out.getvalue()
         out.seek(0)
         out.truncate()

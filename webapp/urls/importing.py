@@ -33,11 +33,13 @@ from webapp.protocol import FIELD_RULES
 from webapp.urls.changes import count_live, hold_site, next_change_seq
 from webapp.verify.publishing import counts_as_change
 from webapp.urls.children import Children, write_children
+from webapp.news import NewsData
 from webapp.urls.csv_rows import CSV_COLUMNS, EXTENSION_COLUMNS, validate_text
 from webapp.urls.csv_rows import FIELDS as COLUMNS  # the columns a URL's own row stores
 from webapp.urls.encodings import undecodable
 from webapp.urls.exclusions import Rules
 from webapp.urls.video_cells import without_anchor
+from webapp.urls.news import store_news
 
 CHUNK_CHARS = 512 * 1024  # about 5,000 rows: one existence query and one executemany each
 MAX_REPORTED = 10_000  # rejections kept word for word; beyond that they are only counted
@@ -279,18 +281,21 @@ def import_urls(session: Session, site: Site, stream: TextIO, parallel: bool | N
 
 def _write_extended(session: Session, site: Site, columns: tuple[str, ...],
                     batch: dict[str, tuple], report: ImportReport) -> None:
-    """write_batch for rows that end with their images, alternates and videos, then those.
-    Without a column of image titles (or captions), an image keeps the stored ones."""
+    """write_batch for rows that end with their images, alternates, videos and news data,
+    then those. Without a column of image titles (or captions), an image keeps the stored
+    ones."""
     report.unchanged_locs = set()
     fields = tuple(name for name in columns if name not in EXTENSION_COLUMNS)
-    write_batch(session, site, fields, {loc: values[:-3] for loc, values in batch.items()},
+    write_batch(session, site, fields, {loc: values[:-4] for loc, values in batch.items()},
                 report)
     write_extensions(session, site, [
         Children(loc, images, None if alternates is None else dict(alternates), videos)
-        for loc, (*_, images, alternates, videos) in batch.items()], report,
+        for loc, (*_, images, alternates, videos, _) in batch.items()], report,
         frozenset(kept for kept, column in (("title", "image_titles"),
                                             ("caption", "image_captions"))
                   if column not in columns))
+    store_news(session, site, {loc: NewsData(*news) if news else None
+                               for loc, (*_, news) in batch.items() if news is not None}, report)
     report.unchanged_locs = None
 
 

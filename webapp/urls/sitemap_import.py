@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 from webapp.errors import InvalidValue, Note, each_error, rule_text
 from webapp.models import Site
 from webapp.said import Line, said
+from webapp.news import NewsData
 from webapp.protocol import (
     FIELD_RULES,
     check_text,
@@ -32,6 +33,7 @@ from webapp.protocol import (
     normalize_url_noting,
     origin,
 )
+from webapp.said import Line, said, verbatim
 from webapp.urls.children import Children
 from webapp.urls.edit import check_url
 from webapp.urls.exclusions import Excluded
@@ -42,6 +44,7 @@ from webapp.urls.importing import (
     write_batch,
     write_extensions,
 )
+from webapp.urls.news import entry_news, store_news
 from webapp.urls.sitemap_reader import Entry, SitemapEntries
 from webapp.urls.video_reader import LINE
 from webapp.urls.video_store import write_videos_by_loc
@@ -61,6 +64,7 @@ class SitemapUrl:
     notes: tuple[Note, ...] = ()  # what the rules changed (a fragment removed)
     videos: tuple[Video, ...] = ()
     refused_videos: tuple[tuple[int, InvalidValue], ...] = ()  # (line, why): not kept
+    news: NewsData | None = None
 
 
 class OtherOrigin(Exception):
@@ -180,9 +184,11 @@ def check_entry(site: Site, entry: Entry, origins: Origins) -> SitemapUrl:
     texts = [(check_text("image:title", title) or None, check_text("image:caption", caption)
               or None) for _, title, caption in entry.images]
     videos, refused = _videos(entry, checked.loc, origins, notes)
+    article, news_notes = entry_news(site, entry.news)
     return SitemapUrl(checked.loc, (checked.loc, *(checked.values[n] for n in FIELD_RULES)),
                       [(image, *text) for image, text in zip(checked.images, texts)],
-                      checked.alternates, (*notes, *checked.notes), videos, refused)
+                      checked.alternates, (*notes, *checked.notes, *news_notes), videos,
+                      refused, article)
 
 
 VIDEO_URLS = ("thumbnail_loc", "content_loc", "player_loc", "uploader_info")
@@ -263,4 +269,7 @@ def _write(session: Session, site: Site, batch: dict[str, SitemapUrl],
     move_to_updated(report, write_videos_by_loc(
         session, site, {loc: url.videos for loc, url in batch.items()},
         lambda: report.take_change_seq(session, site.id)))
+    # An entry without news:news leaves stored news data as it is.
+    store_news(session, site, {url.loc: url.news for url in batch.values() if url.news},
+               report)
     report.unchanged_locs = None

@@ -2,8 +2,8 @@
 
 Real-world files come with BOMs, odd whitespace and extensions: the first two are tolerated;
 of the extensions, what the app publishes (`image:image` with its loc, title and caption;
-`xhtml:link rel="alternate" hreflang`; `video:video`, read by video_reader) is read with the
-URL, and every other element is
+`xhtml:link rel="alternate" hreflang`; `video:video`, read by video_reader; `news:news`) is read
+with the URL, and every other element is
 counted by its name, so the import can say what it did not keep. Each entry carries the line
 of its `<url>` in the file as read. A file that is not a well-formed sitemap is refused whole
 with the reason in the file's terms (the line, what was expected). XML entities are never
@@ -27,10 +27,12 @@ from urllib.parse import urlsplit
 
 from lxml import etree
 
+from webapp.news import NEWS_NS
 from webapp.outbound import OutboundError, Policy, fetch
 from webapp.protocol import IMAGE_NS, SITEMAP_NS, VIDEO_NS, XHTML_NS
 from webapp.urls.importing import ImportFormatError
 from webapp.urls.video_reader import read_video
+from webapp.urls.news import read_news_element
 
 NS = f"{{{SITEMAP_NS}}}"
 IMAGE = f"{{{IMAGE_NS}}}"
@@ -54,6 +56,7 @@ class Entry(NamedTuple):
     images: list[tuple[str, str, str]]  # (loc, title, caption); "" for one not there
     alternates: list[tuple[str, str]]  # (hreflang, href)
     videos: list[dict[str, object]]  # each video's fields as written (video_reader)
+    news: dict[str, str] | None = None  # news:news read by webapp.urls.news.read_news_element
 
 
 def looks_like_sitemap(data: bytes) -> bool:
@@ -115,7 +118,7 @@ def _entry(element, name: str, not_kept: Counter) -> Entry:
     """A `<url>` or `<sitemap>` element read into an Entry; the children it cannot keep are
     counted in `not_kept` by name."""
     fields: dict[str, str] = {}
-    images, alternates, videos = [], [], []
+    images, alternates, videos, news = [], [], [], None
     for child in element:
         if not isinstance(child.tag, str):  # a processing instruction
             continue
@@ -130,6 +133,8 @@ def _entry(element, name: str, not_kept: Counter) -> Entry:
                 elif isinstance(part.tag, str):
                     not_kept[_name(part, name)] += 1
             images.append(tuple(image.values()))
+        elif child.tag == f"{{{NEWS_NS}}}news":
+            news = read_news_element(child, lambda part: not_kept.update([_name(part, name)]))
         elif child.tag == f"{{{XHTML_NS}}}link" and child.get("rel", "").strip() == "alternate" \
                 and child.get("hreflang") is not None:
             alternates.append((child.get("hreflang", "").strip(), child.get("href", "").strip()))
@@ -137,7 +142,7 @@ def _entry(element, name: str, not_kept: Counter) -> Entry:
             videos.append(read_video(child, lambda part: _name(part, name), not_kept))
         else:
             not_kept[_name(child, name)] += 1
-    return Entry(element.sourceline or 0, name, fields, images, alternates, videos)
+    return Entry(element.sourceline or 0, name, fields, images, alternates, videos, news)
 
 
 def _entries(source: bytes | BinaryIO, name: str,
@@ -272,9 +277,9 @@ class SitemapEntries:
     def __iter__(self) -> Iterator[Entry]:
         self._file.seek(0)
         for line in self._file:
-            number, file, fields, images, alternates, videos = json.loads(line)
+            number, file, fields, images, alternates, videos, news = json.loads(line)
             yield Entry(number, file, fields, [tuple(image) for image in images],
-                        [tuple(pair) for pair in alternates], videos)
+                        [tuple(pair) for pair in alternates], videos, news)
 
     def __enter__(self) -> SitemapEntries:
         return self

@@ -71,7 +71,17 @@ SETTINGS = {
                    "null or empty for the default"},
     "verify_ignore": {**nullable(STRING), "description": "regular expressions, one a line, "
                       "of page text that is no change"},
+    "news_name": {**nullable({"type": "string", "maxLength": 200}), "description": "the "
+                  "publication's name on Google News; set, the site publishes sitemap-news.xml "
+                  "of its articles of the last two days; null or empty turns it off"},
+    "news_language": {**nullable(STRING), "description": "ISO 639 code of 2 or 3 letters, or "
+                      "zh-cn / zh-tw; required with news_name"},
 }
+NEWS = {"type": "object", "required": ["publication_date", "title"],
+        "additionalProperties": False,
+        "properties": {"publication_date": {"type": "string", "description": "W3C date with at "
+                                            "least the day, normalised as lastmod is"},
+                       "title": {"type": "string", "minLength": 1, "maxLength": 2000}}}
 
 SCHEMAS = {
     "Error": {
@@ -127,12 +137,14 @@ SCHEMAS = {
                            "description": "hreflang: URL, the page itself included"},
             "videos": {"type": "array", "items": ref("VideoIn"),
                        "description": "replace the page's videos (errors name videos[N].field)"},
+            "news": {**nullable(NEWS), "description": "the Google News article data; null "
+                     "removes it"},
         },
     },
     "Url": {
         "type": "object",
         "required": ["loc", "lastmod", "changefreq", "priority", "images", "alternates", "videos",
-                     "deleted_at", "change_seq", "updated_at"],
+                     "news", "deleted_at", "change_seq", "updated_at"],
         "properties": {
             "loc": STRING,
             "lastmod": nullable(STRING),
@@ -141,6 +153,7 @@ SCHEMAS = {
             "images": {"type": "array", "items": STRING},
             "alternates": {"type": "object", "additionalProperties": STRING},
             "videos": {"type": "array", "items": ref("Video")},
+            "news": nullable(NEWS),
             "deleted_at": nullable(MOMENT),
             "change_seq": COUNT,
             "updated_at": MOMENT,

@@ -36,6 +36,8 @@ def url_json(url: Url) -> dict:
             "priority": url.priority, "images": [image.loc for image in url.images],
             "alternates": {a.hreflang: a.href for a in url.alternates},
             "videos": videos_json(url.videos),
+            "news": url.news and {"publication_date": url.news.publication_date,
+                                  "title": url.news.title},
             "deleted_at": isoformat(url.deleted_at), "change_seq": url.change_seq,
             "updated_at": isoformat(url.updated_at)}
 
@@ -60,7 +62,8 @@ def urls_list(slug):
     limit = query_int("limit", 100, 1, 1000)
     status = query_choice("status", ("live", "deleted", "all"))
     query = select(Url).where(Url.site_id == site.id).options(
-        selectinload(Url.images), selectinload(Url.alternates), selectinload(Url.videos))
+        selectinload(Url.images), selectinload(Url.alternates), selectinload(Url.videos),
+        selectinload(Url.news))
     if status != "all":
         query = query.where(Url.deleted_at.is_(None) if status == "live"
                             else Url.deleted_at.is_not(None))

@@ -29,14 +29,17 @@ from webapp.models import Site, Url
 from webapp.protocol import CHANGEFREQS
 from webapp.urls import (
     ENCODINGS,
+    KEEP_NEWS,
     ImportFormatError,
     check_encoding_choice,
     check_source_url,
     check_url,
     csv_chunks,
     delete_urls,
+    form_news,
     health,
     hreflang,
+    save_news,
     shown,
     starting_with,
     write_url,
@@ -186,11 +189,14 @@ def url_edit(slug, url_id):
         session = get_session()
         checked_videos, positions = url_videos.to_check(videos)
         try:
+            article = form_news(form)
             saved = write_url(session, site, check_url(
                 site, url.loc, {name: form.get(name) or None for name in FIELDS},
                 images=[line for line in form.get("images", "").splitlines() if line.strip()],
                 alternates=[line for line in form.get("alternates", "").splitlines()
                             if line.strip()], videos=checked_videos))
+            if article is not KEEP_NEWS:
+                save_news(session, site, url.loc, article)
         except InvalidValue as exc:
             session.rollback()
             errors = _by_field(exc, positions)
@@ -209,6 +215,7 @@ def url_edit(slug, url_id):
                               for a in url.alternates),
         videos=videos, video_labels=url_videos.LABELS, video_help=url_videos.HELP,
         video_optional=url_videos.OPTIONAL, video_opened=url_videos.opened,
+        news=url.news,
     ), 422 if errors else 200
 
 

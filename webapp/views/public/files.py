@@ -30,11 +30,12 @@ from webapp.views.public.routes import (
     SiteRoutes,
     entry_published,
     host_robots_txt,
+    news_sitemaps,
     request_origin,
 )
 
 XML = "application/xml; charset=utf-8"
-TYPES = {"urlset": XML, "index": XML, "stylesheet": "text/xsl; charset=utf-8"}
+TYPES = {"urlset": XML, "index": XML, "news": XML, "stylesheet": "text/xsl; charset=utf-8"}
 # Crawlers and proxies may keep a copy but must revalidate it, so an index and its files
 # are never served from two different generations by a cache.
 COMMON = [("Cache-Control", "no-cache"), ("X-Robots-Tag", "noindex"),
@@ -196,7 +197,8 @@ class PublicFiles:
         if path.endswith(".txt"):
             sites = self.routes.site_host(origin)
             if path == "/robots.txt" and sites:
-                return _text("200 OK", host_robots_txt(sites, self.publishes_entry))
+                return _text("200 OK", host_robots_txt(
+                    sites, self.publishes_entry, lambda route: news_sitemaps(self.store, route)))
             for route in sites:
                 if path == f"/{route.indexnow_key}.txt":
                     return _text("200 OK", route.indexnow_key)
@@ -243,7 +245,7 @@ class PublicFiles:
         """A published sitemap file rendered as an HTML table, for people."""
         published = self.store.published(route.storage_key)
         file = None if published is None else published.files.get(name)
-        if file is None or file.kind not in ("urlset", "index"):
+        if file is None or file.kind not in ("urlset", "index", "news"):
             return _text("404 Not Found", f"Site {route.slug!r} publishes no sitemap {name!r}.\n")
         folder, links = route.sitemap_url_folder, f"/sitemaps/{route.slug}/view/"
         language = view_words.language_of(environ)

@@ -23,7 +23,7 @@ from sqlalchemy.orm import ORMExecuteState, Session, lazyload, sessionmaker
 from webapp.db import after_commit
 from webapp.models import Site
 from webapp.protocol import DEFAULT_PORTS, directory, origin
-from webapp.sitemaps import SitemapStore
+from webapp.sitemaps import SitemapStore, news_sitemap_names
 
 log = logging.getLogger(__name__)
 
@@ -63,17 +63,21 @@ def robots_txt(site: Site, written: str | None = None) -> tuple[str, str | None]
     return text, f"Sitemap: {site.sitemap_url}"
 
 
-def host_robots_txt(sites: list[SiteRoute], publishes: Callable[[SiteRoute], bool]) -> str:
+def host_robots_txt(sites: list[SiteRoute], publishes: Callable[[SiteRoute], bool],
+                    news: Callable[[SiteRoute], list[str]] = lambda route: []) -> str:
     """The first site's robots.txt, with a `Sitemap:` line for every site on the host that
     `publishes` its entry sitemap: a line for a site with nothing published would send
-    crawlers to a 404."""
+    crawlers to a 404. A line for each `news` sitemap published follows its site's."""
     text = sites[0].robots_txt
     if sites[0].sitemap_line and publishes(sites[0]):
         text += f"\n{sites[0].sitemap_line}\n"
-    for other in sites[1:]:
-        line = f"Sitemap: {other.sitemap_url}"
-        if line.lower() not in text.lower() and publishes(other):
+    for n, route in enumerate(sites):
+        line = f"Sitemap: {route.sitemap_url}"
+        if n and line.lower() not in text.lower() and publishes(route):
             text += f"{line}\n"
+        for url in news(route):
+            if f"sitemap: {url}".lower() not in text.lower():
+                text += f"Sitemap: {url}\n"
     return text
 
 
@@ -83,13 +87,23 @@ def entry_published(store: SitemapStore, route: SiteRoute) -> bool:
     return published is not None and route.entry_name in published.files
 
 
+def news_sitemaps(store: SitemapStore, route: SiteRoute) -> list[str]:
+    """The URLs of the site's published news sitemaps (sitemaps.news), for robots.txt."""
+    published = store.published(route.storage_key)
+    if published is None:
+        return []
+    return [route.sitemap_url_folder + name
+            for name in news_sitemap_names(published.files.values())]
+
+
 def robots_txt_preview(sites: list[Site], store: SitemapStore, site_id: int,
                        written: str | None) -> str:
     """What /robots.txt on these sites' host (all of them, in id order) will answer once the
     site `site_id` has the robots.txt `written`: the settings page's preview, made by the
     function that serves it."""
     return host_robots_txt([_route(site, written if site.id == site_id else None)
-                            for site in sites], lambda route: entry_published(store, route))
+                            for site in sites], lambda route: entry_published(store, route),
+                           lambda route: news_sitemaps(store, route))
 
 
 def _route(site: Site, written: str | None = None) -> SiteRoute:

@@ -1,0 +1,281 @@
+"""Google News sitemaps: the site settings, the news files (two-day window, 1,000 per file,
+schema-valid), the index and robots.txt listing them, and the runs as articles age out."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import select
+
+from tests.builders import make_site, make_urls
+from tests.sitemap_schema import locs, parse
+from webapp import jobs, scheduler
+from webapp.errors import InvalidValue
+from webapp.models import Site, Url, UrlNews
+from webapp.news import NewsData, check_news, check_news_language, normalize_publication_date
+from webapp.sitemaps import get_store, small_sites
+from webapp.sites import update_site
+from webapp.urls.changes import next_change_seq
+from webapp.urls.news import write_news
+
+NEWS = {"news": "http://www.google.com/schemas/sitemap-news/0.9",
+        "sm": "http://www.sitemaps.org/schemas/sitemap/0.9"}
+# Ahead of the real clock: URL changes made by the tests (dated now) are ready at NOW.
+NOW = datetime(2030, 1, 10, 12, 0, 0, tzinfo=UTC)
+
+
+def stamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+
+
+def news_site(session, **settings):
+    site = make_site(session, schedule="off", next_run_at=None, **settings)
+    update_site(session, site, {"news_name": "The Shop Times", "news_language": "en"})
+    session.commit()
+    return site
+
+
+def add_articles(session, site, dates: list[datetime], first: int = 0) -> list[str]:
+    """One URL per date, its article published then."""
+    locs_ = [f"{site.base_url}news/{n}" for n in range(first, first + len(dates))]
+    session.add_all(Url(site_id=site.id, loc=loc) for loc in locs_)
+    site.url_count += len(locs_)
+    session.flush()
+    write_news(session, site, {loc: NewsData(stamp(date), f"Story {n}")
+                               for n, (loc, date) in enumerate(zip(locs_, dates))},
+               lambda: next_change_seq(session, site.id))
+    session.commit()
+    return locs_
+
+
+def published(app, site):
+    store = get_store(app)
+    files = store.published(site.storage_key)
+    return {} if files is None else {f.name: store.local(f) for f in files.files.values()}
+
+
+def news_locs(files) -> list[str]:
+    found = []
+    for name in sorted(n for n in files if "-news" in n):
+        root = parse(files[name])  # schema-valid, news extension included
+        found += locs(root)
+    return found
+
+
+# --- Settings ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("given, stored", [("en", "en"), ("JA", "ja"), ("fil", "fil"),
+                                           ("zh-CN", "zh-cn"), ("zh-tw", "zh-tw")])
+def test_news_language_takes_iso_639_codes_and_the_two_chinese_forms(given, stored):
+    assert check_news_language(given) == stored
+
+
+@pytest.mark.parametrize("given", ["english", "e", "zh-hk", "en-US", "ja_JP", "12"])
+def test_other_news_languages_are_refused_naming_the_rule(given):
+    with pytest.raises(InvalidValue) as refused:
+        check_news_language(given)
+    assert refused.value.field == "news_language"
+    assert "ISO 639" in str(refused.value)
+
+
+def test_a_news_name_without_a_language_is_refused(app, session):
+    site = make_site(session)
+    with pytest.raises(InvalidValue) as refused:
+        update_site(session, site, {"news_name": "The Shop Times"})
+    assert refused.value.field == "news_language"
+    assert "required when news_name is set" in str(refused.value)
+    update_site(session, site, {"news_name": "The Shop Times", "news_language": "ja"})
+    assert (site.news_name, site.news_language) == ("The Shop Times", "ja")
+
+
+@pytest.mark.parametrize("date, title, field, words", [
+    ("2026-11", "A story", "news_publication_date", "at least the day"),
+    ("yesterday", "A story", "news_publication_date", "at least the day"),
+    ("2026-02-30", "A story", "news_publication_date", "not a real date"),
+    ("", "A story", "news_publication_date", "required when news_title"),
+    ("2026-11-25", "", "news_title", "required for a news article"),
+    ("2026-11-25", "x" * 2001, "news_title", "longer than 2000"),
+    ("2026-11-25", "bell\x07", "news_title", "control character"),
+])
+def test_each_news_rule_is_refused_with_its_name(date, title, field, words):
+    with pytest.raises(InvalidValue) as refused:
+        check_news(date, title)
+    assert refused.value.field == field
+    assert words in str(refused.value)
+
+
+def test_publication_dates_are_normalised_as_lastmod_is():
+    assert normalize_publication_date("2026-11-25T09:30+09:00") == "2026-11-25T00:30:00+00:00"
+    assert normalize_publication_date("2026-11-25") == "2026-11-25"
+    assert check_news("", "  ") is None
+
+
+# --- The news files ----------------------------------------------------------------------------
+
+def test_a_news_site_publishes_its_recent_articles_in_a_valid_news_file_listed_in_the_index(
+        app, session):
+    site = news_site(session)
+    make_urls(session, site, 3)
+    recent = add_articles(session, site, [NOW - timedelta(hours=1), NOW - timedelta(days=1)])
+    old = add_articles(session, site, [NOW - timedelta(days=3)], first=2)
+    generation = jobs.regenerate(site.id, app, now=NOW)
+    assert generation.status == "succeeded"
+    files = published(app, site)
+    assert sorted(files) == ["sitemap-1.xml", "sitemap-news.xml", "sitemap.xml"]
+    index = parse(files["sitemap.xml"])
+    assert locs(index) == [f"{site.base_url}sitemap-1.xml", f"{site.base_url}sitemap-news.xml"]
+    assert news_locs(files) == recent
+    root = parse(files["sitemap-news.xml"])
+    assert root.xpath("//news:publication/news:name/text()", namespaces=NEWS) == [
+        "The Shop Times"] * 2
+    assert root.xpath("//news:title/text()", namespaces=NEWS) == ["Story 0", "Story 1"]
+    # The urlset files keep listing every URL, the articles among them, without news tags.
+    every = locs(parse(files["sitemap-1.xml"]))
+    assert set(recent + old) <= set(every) and len(every) == 6
+    assert b"news:" not in files["sitemap-1.xml"].read_bytes()
+    assert generation.url_count == 6
+
+
+def test_the_two_day_window_holds_an_article_exactly_two_days_old_and_not_a_second_more(
+        app, session):
+    site = news_site(session)
+    edge, _ = add_articles(session, site, [NOW - timedelta(days=2),
+                                              NOW - timedelta(days=2, seconds=1)])
+    jobs.regenerate(site.id, app, now=NOW)
+    assert news_locs(published(app, site)) == [edge]
+    session.expire_all()
+    assert session.get(Site, site.id).news_due_at == NOW + timedelta(seconds=1)
+    jobs.regenerate(site.id, app, now=NOW + timedelta(seconds=1))
+    files = published(app, site)
+    assert news_locs(files) == [] and "sitemap-news.xml" not in files
+    assert "sitemap.xml" in files  # a news publisher keeps its index
+    session.expire_all()
+    assert session.get(Site, site.id).news_due_at is None
+
+
+def test_a_day_alone_counts_from_its_start_in_utc(app, session):
+    site = news_site(session)
+    loc = f"{site.base_url}story"
+    session.add(Url(site_id=site.id, loc=loc))
+    session.flush()
+    write_news(session, site, {loc: check_news("2026-11-23", "Dated by day")},
+               lambda: next_change_seq(session, site.id))
+    session.commit()
+    jobs.regenerate(site.id, app, now=datetime(2026, 11, 25, 0, 0, tzinfo=UTC))
+    assert news_locs(published(app, site)) == [loc]
+    jobs.regenerate(site.id, app, now=datetime(2026, 11, 25, 0, 0, 1, tzinfo=UTC))
+    assert news_locs(published(app, site)) == []
+
+
+def test_more_than_a_thousand_articles_are_split_into_files_of_a_thousand(app, session):
+    site = news_site(session)
+    articles = add_articles(session, site, [NOW - timedelta(minutes=n) for n in range(2_001)])
+    jobs.regenerate(site.id, app, now=NOW)
+    files = published(app, site)
+    names = ["sitemap-news.xml", "sitemap-news-2.xml", "sitemap-news-3.xml"]
+    assert [len(locs(parse(files[name]))) for name in names] == [1_000, 1_000, 1]
+    index = locs(parse(files["sitemap.xml"]))
+    assert [f"{site.base_url}{name}" for name in names] == [
+        loc for loc in index if "-news" in loc]
+    assert {loc for name in names for loc in locs(parse(files[name]))} == set(articles)
+
+
+def test_robots_txt_lists_the_news_sitemap_while_it_is_published(app, session, client):
+    site = news_site(session)
+    add_articles(session, site, [NOW - timedelta(hours=1)])
+    jobs.regenerate(site.id, app, now=NOW)
+    text = client.get("/robots.txt", base_url="https://shop.example.com").text
+    assert "Sitemap: https://shop.example.com/sitemap.xml\n" in text
+    assert "Sitemap: https://shop.example.com/sitemap-news.xml\n" in text
+    jobs.regenerate(site.id, app, now=NOW + timedelta(days=3))
+    text = client.get("/robots.txt", base_url="https://shop.example.com").text
+    assert "sitemap-news" not in text
+    assert "Sitemap: https://shop.example.com/sitemap.xml\n" in text
+
+
+def test_the_news_file_is_served_as_xml(app, session, client):
+    site = news_site(session)
+    add_articles(session, site, [NOW - timedelta(hours=1)])
+    jobs.regenerate(site.id, app, now=NOW)
+    with client.get("/sitemap-news.xml", base_url="https://shop.example.com") as response:
+        assert response.status_code == 200
+        assert response.content_type.startswith("application/xml")
+        assert b"<news:title>Story 0</news:title>" in response.data
+
+
+# --- Runs --------------------------------------------------------------------------------------
+
+def test_news_sites_are_not_generated_in_the_small_sites_batch(app, session):
+    site = news_site(session)
+    make_urls(session, site, 5)
+    assert not small_sites.is_small(site)
+    site.news_name = None
+    assert small_sites.is_small(site)
+
+
+def test_a_small_news_site_is_handed_to_its_own_run_and_gets_its_news_file(app, session):
+    site = news_site(session)
+    add_articles(session, site, [NOW - timedelta(hours=1)])
+    assert jobs.generate_many_if_due([site.id], app, NOW) == {site.id: "succeeded"}
+    assert "sitemap-news.xml" in published(app, site)
+
+
+def test_the_scheduler_runs_a_news_site_when_its_oldest_article_turns_two_days_old(
+        app, session):
+    site = news_site(session)
+    older, newer = add_articles(session, site, [NOW - timedelta(days=1),
+                                                NOW - timedelta(hours=1)])
+    assert [g.trigger for g in scheduler.run_due_sites(app, NOW)] == ["change"]
+    assert news_locs(published(app, site)) == [older, newer]
+    assert scheduler.run_due_sites(app, NOW + timedelta(days=1)) == []  # not yet
+    runs = scheduler.run_due_sites(app, NOW + timedelta(days=1, seconds=1))
+    assert [g.status for g in runs] == ["succeeded"]
+    assert news_locs(published(app, site)) == [newer]
+    session.expire_all()
+    due = session.get(Site, site.id).news_due_at
+    assert due == NOW - timedelta(hours=1) + timedelta(days=2, seconds=1)
+    assert scheduler.run_due_sites(app, due - timedelta(seconds=1)) == []
+    assert len(scheduler.run_due_sites(app, due)) == 1
+    assert "sitemap-news.xml" not in published(app, site)
+    assert scheduler.run_due_sites(app, due + timedelta(days=10)) == []  # nothing left to age
+
+
+def test_a_changed_article_marks_its_url_changed_and_an_unchanged_one_does_not(app, session):
+    site = news_site(session)
+    (loc,) = add_articles(session, site, [NOW])
+    before = session.scalar(select(Url.change_seq).where(Url.loc == loc))
+    same = NewsData(stamp(NOW), "Story 0")
+    assert write_news(session, site, {loc: same}, lambda: next_change_seq(session, site.id)) \
+        == set()
+    changed = write_news(session, site, {loc: NewsData(stamp(NOW), "New title")},
+                         lambda: next_change_seq(session, site.id))
+    assert changed == {loc}
+    assert session.scalar(select(Url.change_seq).where(Url.loc == loc)) > before
+    write_news(session, site, {loc: None}, lambda: next_change_seq(session, site.id))
+    assert session.scalar(select(UrlNews).where(UrlNews.url_id == Url.id, Url.loc == loc)) \
+        is None
+
+
+def test_the_news_file_has_a_page_for_people_too(app, session, client):
+    site = news_site(session)
+    add_articles(session, site, [NOW - timedelta(hours=1)])
+    jobs.regenerate(site.id, app, now=NOW)
+    with client.get(f"/sitemaps/{site.slug}/view/sitemap-news.xml") as page:
+        assert page.status_code == 200
+        assert f"{site.base_url}news/0" in page.text
+
+
+def test_the_readmes_example_file_imports_every_row(app, session):
+    from pathlib import Path
+
+    from webapp.urls import import_urls
+
+    site = make_site(session, "News", "https://news.example.com/")
+    example = Path(__file__).resolve().parent.parent / "webapp" / "static" / "examples" / "news-example.csv"
+    with example.open(encoding="utf-8", newline="") as stream:
+        report = import_urls(session, site, stream)
+    session.commit()
+    assert (report.added, report.rejected) == (3, 0), report.rejections
+    assert session.scalar(select(UrlNews.title).order_by(UrlNews.url_id)) == \
+        "Central bank holds rates"
