@@ -20,10 +20,10 @@ from webapp.errors import (
     NotAllowed,
     NotFound,
     RuleText,
-    rule_text,
     check_storable,
     collect,
     raise_all,
+    rule_text,
 )
 from webapp.leases import gone
 from webapp.models import Site, Url, new_indexnow_key, utcnow
@@ -38,7 +38,7 @@ from webapp.protocol import (
 )
 from webapp.scheduler import DEFAULT_SCHEDULE, check_schedule, check_timezone, next_run
 from webapp.sitemaps import SitemapStore
-from webapp.sitemaps.sections import check_names, definitions, file_stem, parse_sections
+from webapp.sitemaps import sections as site_sections
 from webapp.urls import parse_exclude, parse_strip_params, show_exclude
 from webapp.verify import settings as verification
 
@@ -91,7 +91,8 @@ def _file_stem(sitemap_url: str) -> tuple[str, str]:
 
 def _stems(stem: str, sections: str | None) -> list[str]:
     """The stems of a site's files: its own, and `<stem>-NAME` of each section's files."""
-    return [stem, *(file_stem(stem, section.name) for section in definitions(sections))]
+    return [stem, *(site_sections.file_stem(stem, section.name)
+                    for section in site_sections.definitions(sections))]
 
 
 def _check_own_file_names(session: Session, site: Site, sitemap_url: str,
@@ -205,7 +206,7 @@ SETTINGS: dict[str, tuple[Callable[[str], object], Callable[[object], str]]] = {
     "timezone": (check_timezone, str),
     "exclude": (parse_exclude, show_exclude),
     "strip_params": (parse_strip_params, _optional),
-    "sections": (parse_sections, show_exclude),  # lines, shown on one line as exclude is
+    "sections": (site_sections.parse_sections, show_exclude),  # lines, shown on one line as exclude is
     "discover_mode": (_check_choice("discover_mode", ("review", "add")), str),
     **verification.SETTINGS,
     **news.SETTINGS,
@@ -285,7 +286,7 @@ def update_site(session: Session, site: Site, changes: Mapping[str, str],
     raise_all(errors)
     warning = check_site_scope(base_url, sitemap_url)
     _check_own_file_names(session, site, sitemap_url, values.get("sections", site.sections))
-    check_names(values.get("sections", site.sections), _file_stem(sitemap_url)[1])
+    site_sections.check_names(values.get("sections", site.sections), _file_stem(sitemap_url)[1])
     if base_url != site.base_url and site.id is not None:
         outside = session.scalar(select(func.count()).select_from(Url).where(
             Url.site_id == site.id, Url.deleted_at.is_(None),

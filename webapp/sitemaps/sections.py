@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from webapp.errors import InvalidValue, rule_text
 from webapp.models import Site
-from webapp.urls.exclusions import (
+from webapp.urls import (
     REGEX,
     check_rule,
     check_together,

@@ -27,6 +27,8 @@ _HOMES = {
     "Excluded": "exclusions", "Rules": "exclusions", "check_rule": "exclusions",
     "compile_rule": "exclusions", "parse_exclude": "exclusions",
     "parse_strip_params": "exclusions", "show_exclude": "exclusions",
+    "REGEX": "exclusions", "check_together": "exclusions", "lines_of": "exclusions",
+    "path_forms": "exclusions", "rule_matches": "exclusions",
     "csv_chunks": "exporting",
     "check_url": "edit", "delete_url": "edit", "delete_urls": "edit", "save_url": "edit",
     "prefix_of": "edit", "shown": "edit", "starting_with": "edit", "write_url": "edit",
