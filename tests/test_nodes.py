@@ -237,3 +237,26 @@ def test_a_node_drops_cached_bodies_no_kept_generation_names(app, session):
 
     cached = {path.name[:64] for path in store.bodies.iterdir()}
     assert cached == named
+
+
+def test_a_new_site_never_serves_the_cached_set_of_a_deleted_one(app, session):
+    """SQLite gives a deleted row's id to the next row: a new site's first generation may take
+    the id of a deleted site's, and must still serve its own files, not the set cached then."""
+    from webapp.models import utcnow
+    from webapp.sites import delete_site
+
+    old = make_site(session, "Old", "https://old.example.com/", slug="old")
+    make_urls(session, old, 2)
+    jobs.regenerate(old.id, app)
+    assert b"old.example.com" in fetch(app, "/sitemaps/old/sitemap.xml")[2]  # cached now
+    old_generation = get_store(app).published(old.storage_key).generation
+    delete_site(session, old, utcnow(), get_store(app))
+    session.commit()
+
+    new = make_site(session, "New", "https://new.example.com/", slug="new")
+    make_urls(session, new, 2)
+    jobs.regenerate(new.id, app)
+    generation = get_store(app).published(new.storage_key).generation
+    body = fetch(app, "/sitemaps/new/sitemap.xml")[2]
+    assert b"new.example.com" in body and b"old.example.com" not in body, (
+        old_generation, generation)

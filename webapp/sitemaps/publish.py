@@ -118,7 +118,9 @@ class SitemapStore:
         self.cache = NodeCache(self.root, sessions)
         self.bodies = self.cache.bodies
         self._current: dict[str, tuple[float, int | None]] = {}  # key -> (read at, generation)
-        self._sets: OrderedDict[int, PublishedSet] = OrderedDict()  # immutable file lists
+        # Immutable file lists by (storage key, generation id): SQLite gives a deleted row's id
+        # to the next row, so an id alone may name another site's set cached before.
+        self._sets: OrderedDict[tuple[str, int], PublishedSet] = OrderedDict()
         self._lock = threading.Lock()  # one reader of the database at a time refreshes
         self._trimmed_at = time.monotonic()
 
@@ -145,10 +147,10 @@ class SitemapStore:
                 self._trim_quietly()
         if seen is None or seen[1] is None:
             return None
-        cached = self._sets.get(seen[1])
+        cached = self._sets.get((key, seen[1]))
         if cached is not None:
             try:
-                self._sets.move_to_end(seen[1])
+                self._sets.move_to_end((key, seen[1]))
             except KeyError:  # crowded out by another thread a moment ago: it is still right
                 pass
             return cached
@@ -160,7 +162,7 @@ class SitemapStore:
             log.exception("cannot read the files of generation %s", seen[1])
             return None
         self.cache.remember(key, found)
-        self._sets[seen[1]] = found
+        self._sets[key, seen[1]] = found
         while len(self._sets) > SETS_KEPT:
             self._sets.popitem(last=False)
         return found
@@ -175,7 +177,7 @@ class SitemapStore:
                 recalled = self.cache.recall(key)
                 if recalled is None:
                     return None
-                self._sets[recalled.generation] = recalled
+                self._sets[key, recalled.generation] = recalled
                 seen = (0.0, recalled.generation)
             generation = seen[1]
         fresh = (time.monotonic(), generation)
