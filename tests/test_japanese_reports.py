@@ -205,6 +205,34 @@ def test_the_ledger_and_the_engines_tab_show_a_failures_reason_in_japanese(app, 
         assert "。再試行します" in page and "gaierror" not in page, path
 
 
+def test_what_an_engines_answer_means_is_said_in_the_readers_language(app, session, engine):
+    site = make_site(session, base_url=engine.url_for("/"), indexnow_enabled=True,
+                     indexnow_key="testkey-0123456789",
+                     indexnow_endpoint=engine.url_for("/indexnow"))
+    engine.expect_ordered_request("/indexnow").respond_with_data("", status=403)
+    engine.expect_ordered_request("/indexnow").respond_with_data("", status=200)
+    for path in ("a", "b"):
+        save_url(session, site, f"{site.base_url}{path}")
+        session.commit()
+        assert jobs.regenerate(site.id, app).status == "succeeded"
+        notify.announce(site.id, app)
+        notify.deliver(app)
+    session.expire_all()
+    refused, received = session.query(Delivery).order_by(Delivery.id).all()
+    # The ledger keeps the English (the API and CLI read it) ...
+    assert refused.outcome.startswith("403 Forbidden: the key is not valid; the engine could "
+                                      "not fetch the key file at " + site.base_url)
+    assert received.outcome == "200 OK: the URLs were received"
+    # ... and a Japanese reader hears what each answer means in Japanese.
+    reader = signed_in(app, session, role="viewer")
+    for path in (f"/sites/{site.slug}/announcements", f"/sites/{site.slug}/engines"):
+        page = reader.get(path).text
+        assert "200 OK：URL が受け付けられました" in page, path
+        assert "the URLs were received" not in page, path
+    page = reader.get(f"/sites/{site.slug}/announcements").text
+    assert "403 Forbidden：キーが無効です" in page and "the key is not valid" not in page
+
+
 def test_an_old_ledger_row_shows_its_english_outcome(app, session):
     site = make_site(session, indexnow_enabled=True)
     session.add(Delivery(site_id=site.id, engine="indexnow", target="x", status="failed",

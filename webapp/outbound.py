@@ -57,6 +57,7 @@ class Answer:
     meaning: str
     body: str
     content_type: str = ""  # the Content-Type header, as sent
+    said: dict | None = None  # the meaning in the reader's language (webapp.said), if known
 
     @property
     def excerpt(self) -> str:
@@ -346,7 +347,8 @@ def _failure(exc: Exception, request: _Request, url: str, seconds: float) -> Out
                          detail=reasons.technical(exc))
 
 
-def send(method: str, url: str, policy: Policy, *, meanings: Mapping[int, str] | None = None,
+def send(method: str, url: str, policy: Policy, *,
+         meanings: Mapping[int, str | dict] | None = None,
          json: object = None, headers: Mapping[str, str] | None = None) -> Answer:
     """Send one request and return the answer when it is a success (2xx).
 
@@ -365,13 +367,17 @@ def send(method: str, url: str, policy: Policy, *, meanings: Mapping[int, str] |
         if request.expired:  # cut off at the deadline: what was read may look complete
             raise _failure(TimeoutError(), request, url, policy.timeout)
     status = response.status_code
-    meaning = meanings.get(status) or _generic_meaning(response)
+    # An engine's own meaning of its status says more than a generic word: said per reader
+    # (a webapp.said item), in English in the ledger.
+    found = meanings.get(status)
+    plain = found if isinstance(found, dict) else None
+    meaning = english([plain]) if plain is not None else found or _generic_meaning(response)
     if 200 <= status < 300:
-        return Answer(status, meaning, body, response.headers.get("Content-Type", ""))
+        return Answer(status, meaning, body, response.headers.get("Content-Type", ""), plain)
     raise OutboundError(meaning, status=status, body=body, permanent=status not in RETRYABLE
                         and status < 500,
-                        # An engine's own meaning of its status says more than a generic word.
-                        said=_generic_said(response) if 300 <= status < 400 else None,
+                        said=plain if plain is not None else
+                        _generic_said(response) if 300 <= status < 400 else None,
                         retry_after=retry_after_seconds(response.headers.get("Retry-After")))
 
 

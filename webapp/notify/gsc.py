@@ -20,14 +20,16 @@ from webapp.said import said
 NAME = "Search Console"  # as people read it
 ANNOUNCES = "sitemap"  # the sitemap URL, once per generation that changed it
 
+# What each answer means, said in the reader's language (webapp.said); English in the ledger.
 MEANINGS = {
-    200: "200 OK: Search Console has the sitemap and will fetch it",
-    204: "204 No Content: Search Console has the sitemap and will fetch it",
-    401: "401 Unauthorized: the access token was refused; check the credential file",
-    403: ("403 Forbidden: the service account may not manage {property}; add "
-          "{account} as an owner or full user of the property in Search Console"),
-    404: "404 Not Found: Search Console knows no property {property}; check gsc_property",
-    429: "429 Too Many Requests: over the Search Console quota; will try again later",
+    200: said("200 OK: Search Console has the sitemap and will fetch it"),
+    204: said("204 No Content: Search Console has the sitemap and will fetch it"),
+    401: said("401 Unauthorized: the access token was refused; check the credential file"),
+    403: said("403 Forbidden: the service account may not manage %(property)s; add "
+              "%(account)s as an owner or full user of the property in Search Console"),
+    404: said("404 Not Found: Search Console knows no property %(property)s; check "
+              "gsc_property"),
+    429: said("429 Too Many Requests: over the Search Console quota; will try again later"),
 }
 
 
@@ -97,8 +99,8 @@ def deliver(site: Site, delivery: Delivery, config: dict) -> Answer:
     if not credentials.valid:
         gsc_account.refresh(credentials, config)
     policy = Policy.of(config)
-    meanings = {status: text.format(property=site.gsc_property,
-                                    account=credentials.service_account_email)
-                for status, text in MEANINGS.items()}
+    meanings = {status: {**item, "values": {"property": site.gsc_property,
+                                            "account": credentials.service_account_email}}
+                for status, item in MEANINGS.items()}
     return send("PUT", delivery.target, policy, meanings=meanings,
                 headers={"Authorization": f"Bearer {credentials.token}"})

@@ -15,23 +15,24 @@ from webapp.models import Delivery, Site, new_indexnow_key
 from webapp.notify.ledger import start_from_now
 from webapp.outbound import Answer, OutboundError, Policy, endpoint_check, send
 from webapp.protocol import directory
-from webapp.said import render
+from webapp.said import render, said
 
 NAME = "IndexNow"  # as people read it
 ANNOUNCES = "urls"  # the URLs that changed, planned from the change log
 MAX_URLS = 10_000  # per request, by the protocol
 _KEY = re.compile(r"[a-zA-Z0-9-]{8,128}")
 
+# What each answer means, said in the reader's language (webapp.said); English in the ledger.
 MEANINGS = {
-    200: "200 OK: the URLs were received",
-    202: ("202 Accepted: the URLs were received and the key is still being checked; keep the "
-          "key file online"),
-    400: "400 Bad Request: the engine could not read the submission (a bug in this app)",
-    403: ("403 Forbidden: the key is not valid; the engine could not fetch the key file at "
-          "{key_location}, or it does not contain exactly the key"),
-    422: ("422 Unprocessable Entity: URLs do not belong to {host}, or the key does not match "
-          "the protocol's format"),
-    429: "429 Too Many Requests: the engine asks to slow down; will try again later",
+    200: said("200 OK: the URLs were received"),
+    202: said("202 Accepted: the URLs were received and the key is still being checked; keep "
+              "the key file online"),
+    400: said("400 Bad Request: the engine could not read the submission (a bug in this app)"),
+    403: said("403 Forbidden: the key is not valid; the engine could not fetch the key file at "
+              "%(key_location)s, or it does not contain exactly the key"),
+    422: said("422 Unprocessable Entity: URLs do not belong to %(host)s, or the key does not "
+              "match the protocol's format"),
+    429: said("429 Too Many Requests: the engine asks to slow down; will try again later"),
 }
 
 
@@ -119,8 +120,9 @@ def deliver(site: Site, delivery: Delivery, config: dict) -> Answer:
                             permanent=True)
     urls = (delivery.urls or "").split("\n")
     delivery.target = endpoint(site, config)
-    meanings = {status: text.format(key_location=key_location(site), host=host(site))
-                for status, text in MEANINGS.items()}
+    meanings = {status: {**item, "values": {"key_location": key_location(site),
+                                            "host": host(site)}}
+                for status, item in MEANINGS.items()}
     return send("POST", delivery.target, Policy.of(config), json=payload(site, urls),
                 meanings=meanings,
                 headers={"Content-Type": "application/json; charset=utf-8"})

@@ -224,7 +224,8 @@ def _finish(session: Session, delivery: Delivery, **values) -> bool:
 
 def succeeded(session: Session, delivery: Delivery, answer: Answer, now: datetime) -> bool:
     return _finish(session, delivery, status="accepted" if answer.status == 202 else "delivered",
-                   http_status=answer.status, outcome=answer.meaning, outcome_said=None,
+                   http_status=answer.status, outcome=answer.meaning,
+                   outcome_said=None if answer.said is None else [answer.said],
                    response_excerpt=answer.excerpt, finished_at=now, next_attempt_at=None)
 
 
