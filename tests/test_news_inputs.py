@@ -108,7 +108,7 @@ def test_a_csv_file_with_news_columns_stores_them_rejects_bad_rows_and_exports_t
     report = import_urls(session, site, io.StringIO(text))
     session.commit()
     assert (report.added, report.rejected) == (2, 1)
-    assert report.rejections[0][0] == 3 and "news_title" in report.rejections[0][1]
+    assert report.english_rejections()[0][0] == 3 and "news_title" in report.english_rejections()[0][1]
     assert news_of(session, f"{SHOP}a") == ("2026-11-25T09:00:00+00:00", "Rates, and more")
     assert news_of(session, f"{SHOP}c") is None
     exported = "".join(csv_chunks(session, site))
@@ -153,9 +153,9 @@ def test_a_sitemap_import_keeps_news_entries_and_reports_a_publication_not_the_s
         report = import_opened(session, site, opened)
     session.commit()
     assert (report.added, report.rejected) == (1, 1)
-    assert "news_publication_date" in report.rejections[0][1]
+    assert "news_publication_date" in report.english_rejections()[0][1]
     assert news_of(session, f"{SHOP}a") == ("2026-11-25T08:00:00+00:00", "From the archive")
-    notes = [text for _, text in report.notes]
+    notes = [text for _, text in report.english_notes()]
     assert any("news:name" in note and "Shop Times" in note for note in notes), notes
     assert any("news:language" in note for note in notes), notes
     assert "news:genres elements not kept (this app cannot publish them): 1" in \

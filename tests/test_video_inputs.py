@@ -122,7 +122,7 @@ def test_a_row_with_a_bad_video_is_rejected_by_line_column_and_rule_and_the_othe
     path = write_csv(tmp_path, f"loc,{header}", f"{SHOP}bad,{cells.format(b=SHOP)}",
                      f"{SHOP}good,{','.join([''] * header.count(','))},")
     report = import_csv(session, shop, path)
-    [(line, reason)] = report.rejections
+    [(line, reason)] = report.english_rejections()
     assert line == 2 and message.format(b=SHOP) in reason, reason
     assert report.added == 1
     assert session.scalars(select(Url.loc).where(Url.site_id == shop.id)).all() == [f"{SHOP}good"]

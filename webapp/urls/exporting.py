@@ -1,6 +1,6 @@
 """A site's live URLs as the CSV the import reads back: every field, images, alternates and
-videos and news included (csv_rows names the columns; the video columns only for a site with
-videos). The dashboard's download and `flask urls export` write
+videos and news included (csv_rows names the columns; the video and news columns only for a
+site with videos or news articles). The dashboard's download and `flask urls export` write
 the same text, streamed in pieces, so a site of any size takes bounded memory."""
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ from collections.abc import Iterator
 from sqlalchemy import exists, select
 from sqlalchemy.orm import Session
 
-from webapp.models import Site, Url, UrlAlternate, UrlImage, UrlVideo
+from webapp.models import Site, Url, UrlAlternate, UrlImage, UrlNews, UrlVideo
+from webapp.news import NEWS_COLUMNS
 from webapp.urls.csv_rows import CSV_COLUMNS, export_row
+from webapp.urls.news import news_of
 from webapp.urls.video_cells import VIDEO_COLUMNS
 from webapp.urls.video_store import videos_of
-from webapp.urls.news import news_of
 
 BATCH = 5000  # URLs per piece of text, and per query of their images and alternates
 
@@ -28,8 +29,10 @@ def csv_chunks(session: Session, site: Site) -> Iterator[str]:
     writer = csv.writer(out, lineterminator="\n")
     with_videos = session.scalar(select(exists().where(
         UrlVideo.url_id == Url.id, Url.site_id == site.id, Url.deleted_at.is_(None))))
-    writer.writerow(CSV_COLUMNS if with_videos
-                    else [name for name in CSV_COLUMNS if name not in VIDEO_COLUMNS])
+    with_news = session.scalar(select(exists().where(
+        UrlNews.url_id == Url.id, Url.site_id == site.id, Url.deleted_at.is_(None))))
+    left_out = (() if with_videos else VIDEO_COLUMNS) + (() if with_news else NEWS_COLUMNS)
+    writer.writerow([name for name in CSV_COLUMNS if name not in left_out])
     last_id = 0
     while True:
         rows = session.execute(
@@ -41,13 +44,13 @@ def csv_chunks(session: Session, site: Site) -> Iterator[str]:
         first_id, last_id = rows[0].id, rows[-1].id
         images, alternates = _extensions(session, site, first_id, last_id)
         videos = videos_of(session, [row.id for row in rows]) if with_videos else {}
-        news = news_of(session, [row.id for row in rows])
+        news = news_of(session, [row.id for row in rows]) if with_news else {}
         for url_id, *fields in rows:
             article = news.get(url_id)
-            writer.writerow(export_row(*fields, images.get(url_id, ()),
-                                       alternates.get(url_id, ()),
-                                       videos.get(url_id, []) if with_videos else None,
-                                       article and (article.publication_date, article.title)))
+            cells = export_row(*fields, images.get(url_id, ()), alternates.get(url_id, ()),
+                               videos.get(url_id, []) if with_videos else None,
+                               article and (article.publication_date, article.title))
+            writer.writerow(cells if with_news else cells[:-len(NEWS_COLUMNS)])
         yield out.getvalue()
         out.seek(0)
         out.truncate()
