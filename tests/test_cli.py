@@ -149,7 +149,7 @@ def test_sites_show_lists_every_setting_by_slug_and_by_id(runner, shop):
                        "discover_mode": "review", "lastmod_source": "given",
                        "leave_out": "broken,noindex,canonical", "verify_schedule": "off",
                        "user_agent": "", "verify_ignore": "", "news_name": "",
-                       "news_language": ""}
+                       "news_language": "", "sections": ""}
     assert re.fullmatch(r"[0-9a-f]{32}", by_slug["indexnow_key"])
     assert by_slug["id"].isdigit() and shown(runner, by_slug["id"]) == by_slug
     assert_fails_cleanly(runner.invoke(args=["sites", "show", "nope"]), "no site with slug or id")

@@ -82,7 +82,7 @@ def test_images_and_alternates_are_kept_and_published_and_the_rest_is_named(app,
     # The video lacks what Google requires: not kept, named with its line; its URL is kept.
     assert "videos not kept because they break a rule (each is listed below with its " \
         "line): 1" in summary
-    [(line, note)] = report.notes
+    [(line, note)] = report.english_notes()
     assert line == 17 and note.startswith("video thumbnail_loc '': is required; ")
     assert note.endswith(" (the video was not kept; the URL was)")
 
