@@ -17,6 +17,7 @@ from sqlalchemy import select
 
 from tests.builders import make_site
 from tests.sitemap_schema import locs, parse
+from tests.test_exclusions import sign_in
 from tests.test_generate import all_published_locs, published
 from tests.test_incremental import bodies, index_lastmods, stored_bodies
 from webapp import jobs, publish_guide
@@ -126,17 +127,6 @@ def test_the_first_matching_section_takes_a_url():
     assert section_of(sections, SHOP + "other/item-1") == "c"
     assert section_of(sections, SHOP + "other/1?q=/shop/") == ""  # the path, not the query
     assert section_of(definitions("j /ブログ/"), SHOP + "%E3%83%96%E3%83%AD%E3%82%B0/1") == "j"
-
-
-def sign_in(app, session, role="editor"):
-    create_user(session, f"{role}@example.com", PASSWORD, role)
-    session.commit()
-    client = app.test_client()
-    token = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/sign-in").text).group(1)
-    assert client.post("/sign-in", data={"email": f"{role}@example.com", "password": PASSWORD,
-                                         "csrf_token": token}).status_code == 302
-    client.csrf = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/").text).group(1)
-    return client
 
 
 def test_the_settings_form_saves_sections_and_refuses_a_bad_line(app, session, shop):

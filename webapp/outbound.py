@@ -348,7 +348,7 @@ def _failure(exc: Exception, request: _Request, url: str, seconds: float) -> Out
 
 
 def send(method: str, url: str, policy: Policy, *,
-         meanings: Mapping[int, str | dict] | None = None,
+         meanings: Mapping[int, dict] | None = None,
          json: object = None, headers: Mapping[str, str] | None = None) -> Answer:
     """Send one request and return the answer when it is a success (2xx).
 
@@ -369,9 +369,8 @@ def send(method: str, url: str, policy: Policy, *,
     status = response.status_code
     # An engine's own meaning of its status says more than a generic word: said per reader
     # (a webapp.said item), in English in the ledger.
-    found = meanings.get(status)
-    plain = found if isinstance(found, dict) else None
-    meaning = english([plain]) if plain is not None else found or _generic_meaning(response)
+    plain = meanings.get(status)
+    meaning = english([plain]) if plain is not None else _generic_meaning(response)
     if 200 <= status < 300:
         return Answer(status, meaning, body, response.headers.get("Content-Type", ""), plain)
     raise OutboundError(meaning, status=status, body=body, permanent=status not in RETRYABLE
