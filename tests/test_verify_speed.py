@@ -85,3 +85,42 @@ def test_workers_taking_chunks_check_every_url_once_within_the_bound(app, sessio
     assert sorted(checks(session, site)) == sorted(pages)
     asked = [entry for entry in web.log if entry["path"] == "/site/changing"]
     assert len(asked) == 70 and 1 <= web.most_in_flight <= 3
+
+
+def test_a_second_run_that_finds_nothing_new_moves_only_the_run_and_the_time(
+        app, session, web):  # noqa: F811
+    """Unchanged checks (answered 304 to what the last check saw) are not written again row by
+    row: one UPDATE a batch moves their run and time, and everything else stays as it was."""
+    from sqlalchemy import event
+
+    pages = [f"etag?n={n}" for n in range(30)] + ["", "broken"]
+    site = make_verified_site(session, web, pages=pages)
+    verify_site(app, site.id, batch=10)
+    first = checks(session, site)
+    statements: list[str] = []
+    engine = app.extensions["db_engine"]
+
+    def record(conn, cursor, statement, parameters, context, executemany):
+        statements.append(" ".join(statement.split()).lower())
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        summary = verify_site(app, site.id, batch=10)
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    second = checks(session, site)
+    assert summary.counts == {name: sum(1 for check in first.values() if check.outcome == name)
+                              for name in {check.outcome for check in first.values()}}
+    etag = [entry for entry in web.log if entry["path"] == "/site/etag"]
+    assert {entry["headers"].get("If-None-Match") for entry in etag[30:]} == {'"v1"'}
+    written = [s for s in statements if s.startswith("insert into url_checks")]
+    # The two pages that are not 304s (the home page and the broken one) are written whole.
+    assert len(written) == 1, written
+    moved = [s for s in statements if s.startswith("update url_checks set run_id")]
+    assert len(moved) == 3  # a batch of 10 at a time: 30 unchanged pages
+    for path, check in second.items():
+        assert check.run_id == summary.run_id and check.checked_at > first[path].checked_at
+        assert {name: value for name, value in vars(check).items()
+                if name not in ("run_id", "checked_at")} == \
+            {name: value for name, value in vars(first[path]).items()
+             if name not in ("run_id", "checked_at")}, path

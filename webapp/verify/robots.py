@@ -29,9 +29,14 @@ class Robots:
                  unreachable: str | None = None):
         self.parser, self.agent, self.note = parser, agent, note
         self.unreachable = unreachable
+        # No rule for anyone (robots.txt not there, or empty): every URL is allowed, and
+        # asking the parser, which parses each URL again, costs a verification run's 304s
+        # a sixth of their time.
+        self._open = bool(parser.mtime()) and not parser.disallow_all and (
+            parser.allow_all or (not parser.entries and parser.default_entry is None))
 
     def allowed(self, url: str) -> bool:
-        return self.parser.can_fetch(self.agent, url)
+        return self._open or self.parser.can_fetch(self.agent, url)
 
 
 def _rules(lines: list[str]) -> RobotFileParser:

@@ -136,9 +136,12 @@ def _write(session: Session, site: Site, run: VerifyRun, results: list, now: dat
     """Store a batch of findings; URLs whose published entry they change get a change number."""
     outs = left_out(site.leave_out)
     dated = site.lastmod_source != "given"
-    rows, changed = [], []
-    for row, seen in results:
-        before, changed_at = _before(row), row.content_changed_at
+    rows, changed, same = [], [], []
+    for row, seen, before in results:
+        if seen is before and row.lastmod == row.given_lastmod:
+            same.append(row.id)  # answered 304 to what the last check saw, date unmoved
+            continue
+        changed_at = row.content_changed_at
         fingerprint = seen.fingerprint or (before.fingerprint if before else None)
         if seen.fingerprint and seen.fingerprint != (before.fingerprint if before else None):
             changed_at = now  # the first time seen, or the content moved
@@ -155,12 +158,19 @@ def _write(session: Session, site: Site, run: VerifyRun, results: list, now: dat
             values.update({name: getattr(before, name) for name in _SEEN_FIELDS
                            if name not in ("outcome", "error")})
         rows.append(values)
-    _upsert(session, rows)
+    if rows:
+        _upsert(session, rows)
+    if same:
+        # One statement for the batch's unchanged checks (a second run's 304s, mostly):
+        # writing each row whole again cost the run as much as asking the site.
+        session.execute(update(UrlCheck).where(UrlCheck.url_id.in_(same))
+                        .values(run_id=run.id, checked_at=now)
+                        .execution_options(synchronize_session=False))
     if changed:
         seq = next_change_seq(session, site.id)
         session.execute(update(Url).where(Url.id.in_(changed)).values(change_seq=seq)
                         .execution_options(synchronize_session=False))
-    run.done += len(rows)
+    run.done += len(results)
     run.heartbeat_at = utcnow()
     session.commit()
 
@@ -219,7 +229,8 @@ def _check_all(session: Session, site: Site, run: VerifyRun, crawler: Crawler, s
     def work(rows: list) -> list:
         found = []
         for row in rows:
-            found.append((row, check(crawler, scope, row.loc, _before(row))))
+            before = _before(row)
+            found.append((row, check(crawler, scope, row.loc, before), before))
             if settings.delay:
                 time.sleep(settings.delay)  # politeness: each worker pauses between requests
         return found
