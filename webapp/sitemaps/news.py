@@ -11,7 +11,7 @@ then (jobs.due) and no file lists an article older than two days for longer than
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import closing
 from datetime import datetime
 from pathlib import Path

@@ -9,6 +9,7 @@ read as streams of their own in the same order and merged in.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Iterator
 
 from sqlalchemy import Connection, exists, func, select
@@ -91,35 +92,43 @@ def url_entries(connection: Connection, site: Site, images: bool = False,
     # Closed however the reading ends: a streamed result is a server-side cursor on
     # PostgreSQL, which must not be left to the garbage collector when a run fails midway.
     try:
-        extensions_of = _merge(_extension_streams(connection, site.id, images, alternates,
-                                                  (after_id, upto_id, section), results, videos))
+        extensions = _Merged(_extension_streams(connection, site.id, images, alternates,
+                                                (after_id, upto_id, section), results, videos))
         for url_id, loc, lastmod, changefreq, priority, content_changed_at in rows:
             yield url_id, url_fragment(loc, lastmod_of(lastmod, content_changed_at),
                                        changefreq or default_changefreq,
                                        default_priority if priority is None else priority,
-                                       extensions_of(url_id))
+                                       extensions.of(url_id) if url_id >= extensions.next_id
+                                       else "")
     finally:
         for result in results:
             result.close()
 
 
-def _merge(streams: list[Iterator[tuple[int, str]]]) -> Callable[[int], str]:
-    """For ascending url ids, the extension fragments the streams (ordered by url id) hold."""
-    if not streams:
-        return lambda url_id: ""
-    pending = [next(stream, None) for stream in streams]
+class _Merged:
+    """For ascending url ids, the extension fragments the streams (ordered by url id) hold.
 
-    def extensions_of(url_id: int) -> str:
-        found = ""
-        for i, stream in enumerate(streams):
+    `next_id` is the lowest url id any stream has a fragment for: below it a URL has none,
+    and is not asked about (most URLs of a site with videos have none)."""
+
+    def __init__(self, streams: list[Iterator[tuple[int, str]]]):
+        self.streams = streams
+        self.pending = [next(stream, None) for stream in streams]
+        self.next_id = self._lowest()
+
+    def _lowest(self) -> float:
+        return min((entry[0] for entry in self.pending if entry is not None), default=math.inf)
+
+    def of(self, url_id: int) -> str:
+        found, pending = "", self.pending
+        for i, stream in enumerate(self.streams):
             while pending[i] is not None and pending[i][0] < url_id:
                 pending[i] = next(stream, None)
             if pending[i] is not None and pending[i][0] == url_id:
                 found += pending[i][1]
                 pending[i] = next(stream, None)
+        self.next_id = self._lowest()
         return found
-
-    return extensions_of
 
 
 def uses(session: Session, site_id: int, model) -> bool:
