@@ -12,7 +12,7 @@ from tests.builders import make_site, make_urls
 from tests.sitemap_schema import locs, parse
 from webapp import jobs, scheduler
 from webapp.errors import InvalidValue
-from webapp.models import Site, Url, UrlNews
+from webapp.models import Delivery, Site, Url, UrlNews
 from webapp.news import NewsData, check_news, check_news_language, normalize_publication_date
 from webapp.sitemaps import get_store, small_sites
 from webapp.sites import update_site
@@ -279,3 +279,60 @@ def test_the_readmes_example_file_imports_every_row(app, session):
     assert (report.added, report.rejected) == (3, 0), report.rejections
     assert session.scalar(select(UrlNews.title).order_by(UrlNews.url_id)) == \
         "Central bank holds rates"
+
+
+@pytest.mark.parametrize(("setting", "value", "path"), [
+    ("news_name", "The Shop Gazette", "//news:publication/news:name/text()"),
+    ("news_language", "ja", "//news:publication/news:language/text()"),
+])
+def test_a_new_publication_name_or_language_is_published_soon_without_a_url_change(
+        app, session, setting, value, path):
+    site = news_site(session)
+    add_articles(session, site, [NOW - timedelta(hours=1)])
+    assert [g.status for g in scheduler.run_due_sites(app, NOW)] == ["succeeded"]
+    update_site(session, site, {"name": "Shop news"})  # not in the files: nothing to run
+    session.commit()
+    assert scheduler.run_due_sites(app, NOW) == []
+    update_site(session, site, {setting: value})
+    session.commit()
+    assert [g.status for g in scheduler.run_due_sites(app, NOW)] == ["succeeded"]
+    assert parse(published(app, site)["sitemap-news.xml"]).xpath(path, namespaces=NEWS) \
+        == [value]
+
+
+def test_a_run_that_changes_only_the_news_file_is_announced_and_one_that_changes_nothing_is_not(
+        app, session):
+    """Articles aging out change the news file alone: the sitemap engines (here a ping URL)
+    hear of that generation, as of any other that changed a file."""
+    site = news_site(session, ping_urls="http://127.0.0.1:9/ping?sitemap={sitemap}")
+    add_articles(session, site, [NOW - timedelta(days=1), NOW - timedelta(hours=1)])
+    first = scheduler.run_due_sites(app, NOW)
+    aged = scheduler.run_due_sites(app, NOW + timedelta(days=1, seconds=1))
+    assert [g.status for g in aged] == ["succeeded"]
+    again = jobs.regenerate_if_due(site.id, app, now=NOW + timedelta(days=1, seconds=2))
+    assert again is None or again.status == "unchanged"
+    session.expire_all()
+    pinged = session.scalars(select(Delivery.generation_id).where(
+        Delivery.site_id == site.id, Delivery.engine == "ping").order_by(Delivery.id)).all()
+    assert pinged == [first[0].id, aged[0].id]
+
+
+def test_no_other_site_in_the_folder_may_publish_the_news_files_names(app, session):
+    """A news publisher writes sitemap-news.xml, sitemap-news-2.xml, ... beside its
+    sitemap.xml: another site whose sitemap is sitemap-news.xml would write them too."""
+    site = news_site(session)
+    other = make_site(session, "Papers", site.base_url, sitemap_url=site.base_url + "papers.xml")
+    for clash in ("sitemap-news.xml", "sitemap-news-2.xml"):
+        with pytest.raises(InvalidValue, match="same names as site 'shop'") as refused:
+            update_site(session, other, {"sitemap_url": site.base_url + clash})
+        assert refused.value.field == "sitemap_url"
+    update_site(session, other, {"sitemap_url": site.base_url + "sitemap-newsroom.xml"})
+    session.commit()
+    # And the other way round: a site becomes a news publisher where the names are taken.
+    update_site(session, other, {"sitemap_url": site.base_url + "papers-news.xml"})
+    session.commit()
+    papers = make_site(session, "Papers two", site.base_url,
+                       sitemap_url=site.base_url + "papers.xml")
+    with pytest.raises(InvalidValue, match="same names as site"):
+        update_site(session, papers, {"news_name": "Papers", "news_language": "en"})
+

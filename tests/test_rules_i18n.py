@@ -153,3 +153,26 @@ def test_the_cli_and_domain_functions_stay_english(session, shop):  # noqa: F811
     with pytest.raises(InvalidValue) as raised:
         update_site(session, shop, {"max_urls_per_file": "0"})
     assert str(raised.value) == "max_urls_per_file '0': must be a whole number from 1 to 50000"
+
+
+def test_a_rule_names_a_base_url_with_its_host_as_people_read_it_and_the_api_as_stored(
+        app, session):  # noqa: F811
+    """例え.jp is stored as https://xn--r8jz45g.jp/: the dashboard's rule says the name, the
+    English of the API and the CLI (and what a worker stores) keep the stored form."""
+    from webapp.errors import said_of
+    from webapp.protocol import Scope
+    from webapp.said import english, render
+
+    site = make_site(session, "例え", "https://例え.jp/")
+    assert site.base_url == "https://xn--r8jz45g.jp/"
+    with pytest.raises(ProtocolError) as raised:
+        Scope(site.base_url).normalize("https://other.example/page")
+    with app.test_request_context(headers=JA):
+        assert "URL はすべて https://例え.jp/ で始めてください" in str(raised.value)
+        assert "https://例え.jp/" in render(said_of(raised.value.said))
+        assert in_english(raised.value.said).endswith(
+            "every URL must start with https://xn--r8jz45g.jp/ (same scheme, host, port and path)")
+        assert "https://xn--r8jz45g.jp/" in english([said_of(raised.value.said)])
+    with app.test_request_context(headers=EN):
+        assert "every URL must start with https://例え.jp/" in str(raised.value)
+    assert "https://xn--r8jz45g.jp/" in str(raised.value)  # no app at hand: as stored

@@ -22,8 +22,9 @@ class RuleText:
     def __init__(self, msgid: str, values: dict[str, object]):
         self.msgid, self.values = msgid, values
 
-    def _render(self, gettext) -> str:
-        values = {name: value._render(gettext) if isinstance(value, RuleText) else value
+    def _render(self, gettext, shown=None) -> str:
+        values = {name: value._render(gettext, shown) if isinstance(value, RuleText)
+                  else shown(value) if shown and isinstance(value, ShownUrl) else value
                   for name, value in self.values.items()}
         words = gettext(self.msgid)
         return words % values if values else words
@@ -32,7 +33,7 @@ class RuleText:
         return self._render(lambda msgid: msgid)
 
     def __str__(self) -> str:
-        return self._render(_current_gettext())
+        return self._render(_current_gettext(), url_reader())
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, RuleText):
@@ -50,6 +51,22 @@ def rule_text(msgid: str, **values: object) -> RuleText:
     """A rule said with one message id and named placeholders (`make translations` finds it by
     the keyword `rule_text`): rule_text("must be at most %(limit)s characters", limit=200)."""
     return RuleText(msgid, values)
+
+
+class ShownUrl(str):
+    """A URL a rule names (a site's base URL): a person reads it as the app shows URLs, its
+    host in Unicode rather than `xn--` (the reader the app keeps as
+    `extensions["readable_url"]`, views.display); the English of the API and the CLI keeps it
+    as it is stored."""
+
+
+def url_reader():
+    """How the app at hand shows a URL to a person, or None (no app, or none registered)."""
+    if "flask" not in sys.modules:
+        return None
+    from flask import current_app, has_app_context
+
+    return current_app.extensions.get("readable_url") if has_app_context() else None
 
 
 def _current_gettext():
@@ -84,7 +101,8 @@ def said_of(text: object) -> dict:
     CSV rows stores its reasons this way. Text that has no message id is kept as it is."""
     if isinstance(text, RuleText):
         return {"id": text.msgid, "values": {
-            name: said_of(value) if isinstance(value, RuleText) else value
+            name: said_of(value) if isinstance(value, RuleText)
+            else {"url": str(value)} if isinstance(value, ShownUrl) else value
             for name, value in text.values.items()}}
     func = getattr(text, "_func", None)  # flask_babel's LazyString of lazy_gettext(msgid, ...)
     if getattr(func, "__name__", "") == "gettext" and len(getattr(text, "_args", ())) == 1:

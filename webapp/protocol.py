@@ -17,7 +17,7 @@ from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 import idna
 
-from webapp.errors import InvalidValue, Note, RuleText, rule_text
+from webapp.errors import InvalidValue, Note, RuleText, ShownUrl, rule_text
 
 SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 IMAGE_NS = "http://www.google.com/schemas/sitemap-image/1.1"
@@ -308,8 +308,8 @@ def check_site_scope(base_url: str, sitemap_url: str) -> str | None:
     if not base_url.startswith(directory(sitemap_url)):
         raise ProtocolError("sitemap_url", sitemap_url, rule_text(
             "can only list URLs under %(folder)s, but the site's base_url is %(base_url)s; "
-            "put the sitemap at the site's root", folder=directory(sitemap_url),
-            base_url=base_url))
+            "put the sitemap at the site's root", folder=ShownUrl(directory(sitemap_url)),
+            base_url=ShownUrl(base_url)))
     return None
 
 
@@ -330,7 +330,7 @@ class Scope:
         if not url.startswith(self.base_url):
             raise ProtocolError(field, url, rule_text(
                 "is outside the site: every URL must start with %(base_url)s (same scheme, "
-                "host, port and path)", base_url=self.base_url))
+                "host, port and path)", base_url=ShownUrl(self.base_url)))
         return url, note
 
 

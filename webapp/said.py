@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from flask_babel import force_locale, format_number, get_translations
 
+from webapp.errors import url_reader
+
 Item = dict
 Line = Item | list[Item]
 
@@ -43,6 +45,9 @@ def render(line: Line, numbers: bool = True) -> str:
         return "".join(render(item, numbers) for item in line)
     if "text" in line:
         return line["text"]
+    if "url" in line:  # a URL a rule named (errors.ShownUrl): as a person reads it
+        reader = url_reader() if numbers else None
+        return reader(line["url"]) if reader else line["url"]
     values = {name: _value(value, numbers) for name, value in line["values"].items()}
     translations, msgid, plural = get_translations(), line["id"], line.get("plural")
     if plural is not None:

@@ -37,9 +37,9 @@ from webapp.protocol import (
     normalize_sitemap_url,
 )
 from webapp.scheduler import DEFAULT_SCHEDULE, check_schedule, check_timezone, next_run
-from webapp.sitemaps import SitemapStore
+from webapp.sitemaps import SitemapStore, news_stem
 from webapp.sitemaps import sections as site_sections
-from webapp.urls import parse_exclude, parse_strip_params, show_exclude
+from webapp.urls import next_change_seq, parse_exclude, parse_strip_params, show_exclude
 from webapp.verify import settings as verification
 
 _SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
@@ -89,14 +89,16 @@ def _file_stem(sitemap_url: str) -> tuple[str, str]:
     return folder, name.removesuffix(".xml")
 
 
-def _stems(stem: str, sections: str | None) -> list[str]:
-    """The stems of a site's files: its own, and `<stem>-NAME` of each section's files."""
+def _stems(stem: str, sections: str | None, news: bool) -> list[str]:
+    """The stems of a site's files: its own, `<stem>-NAME` of each section's files, and
+    `<stem>-news` of a news publisher's news files."""
     return [stem, *(site_sections.file_stem(stem, section.name)
-                    for section in site_sections.definitions(sections))]
+                    for section in site_sections.definitions(sections)),
+            *([news_stem(stem)] if news else [])]
 
 
 def _check_own_file_names(session: Session, site: Site, sitemap_url: str,
-                          sections: str | None = None) -> None:
+                          sections: str | None = None, news: bool = False) -> None:
     """Two sites publishing into one folder must not publish files of the same name."""
     folder, stem = _file_stem(sitemap_url)
     others = select(Site).where(Site.id != site.id) if site.id else select(Site)
@@ -104,8 +106,9 @@ def _check_own_file_names(session: Session, site: Site, sitemap_url: str,
         other_folder, other_stem = _file_stem(other.sitemap_url)
         if folder != other_folder:
             continue
+        theirs_all = _stems(other_stem, other.sections, bool(other.news_name))
         if any(a == b or re.fullmatch(re.escape(a) + r"-\d+", b)
-               for mine in _stems(stem, sections) for theirs in _stems(other_stem, other.sections)
+               for mine in _stems(stem, sections, news) for theirs in theirs_all
                for a, b in ((mine, theirs), (theirs, mine))):
             raise InvalidValue("sitemap_url", sitemap_url, rule_text(
                 "would publish files with the same names as site %(site)s (%(sitemap_url)s) in "
@@ -217,6 +220,12 @@ SETTINGS: dict[str, tuple[Callable[[str], object], Callable[[object], str]]] = {
 # access token is valid for every property of its service account. Only an operator (an
 # admin, the command line) changes them.
 OPERATOR_SETTINGS = ("gsc_credentials", "gsc_endpoint")
+# What the published files are made of besides the URLs: a change to one is a change of the
+# site, generated soon (after change_delay, as a URL's change is) and not at the next
+# scheduled run; the layout it changes (sitemaps.incremental) rewrites every file.
+PUBLISHED_SETTINGS = ("sitemap_url", "default_changefreq", "default_priority",
+                      "max_urls_per_file", "stylesheet", "sections", "news_name",
+                      "news_language", "lastmod_source", "leave_out")
 
 
 def _check_operator_settings(site: Site, changes: Mapping[str, object]) -> None:
@@ -285,7 +294,9 @@ def update_site(session: Session, site: Site, changes: Mapping[str, str],
         errors += news.check_settings(site, values)
     raise_all(errors)
     warning = check_site_scope(base_url, sitemap_url)
-    _check_own_file_names(session, site, sitemap_url, values.get("sections", site.sections))
+    publishes_news = bool(values.get("news_name", site.news_name))
+    _check_own_file_names(session, site, sitemap_url, values.get("sections", site.sections),
+                          publishes_news)
     site_sections.check_names(values.get("sections", site.sections), _file_stem(sitemap_url)[1])
     if base_url != site.base_url and site.id is not None:
         outside = session.scalar(select(func.count()).select_from(Url).where(
@@ -303,8 +314,13 @@ def update_site(session: Session, site: Site, changes: Mapping[str, str],
         values["verify_next_run_at"] = next_run(
             values.get("verify_schedule", site.verify_schedule or "off"),
             values.get("timezone", site.timezone or "UTC"), utcnow())
+    republish = site.id is not None and any(
+        name in values and values[name] != getattr(site, name) for name in PUBLISHED_SETTINGS)
     for name, value in values.items():
         setattr(site, name, value)
+    if republish:
+        next_change_seq(session, site.id)
+        session.expire(site, ["change_seq", "changed_at", "pending_since"])  # as it wrote them
     return warning if {"base_url", "sitemap_url"} & set(changes) else None
 
 

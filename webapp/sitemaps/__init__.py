@@ -15,14 +15,14 @@ from webapp.db import new_session
 from webapp.sitemaps.build import STYLESHEET, Limits, SitemapLimitError, replace_file
 from webapp.sitemaps.generate import Published, generate_site, republish_site
 from webapp.sitemaps.history import diff
-from webapp.sitemaps.news import news_sitemap_names
+from webapp.sitemaps.news import news_sitemap_names, news_stem
 from webapp.sitemaps.publish import MissingBody, PublishedFile, PublishedSet, SitemapStore
 from webapp.sitemaps.sectioned import assign as assign_sections
 from webapp.sitemaps.small_sites import is_small, publish_small_sites, write_small_sites
 
 __all__ = ["STYLESHEET", "Limits", "MissingBody", "Published", "PublishedFile", "PublishedSet",
            "SitemapLimitError", "SitemapStore", "assign_sections", "diff", "generate_site",
-           "get_store", "init_app", "is_small", "news_sitemap_names", "publish_small_sites",
+           "get_store", "init_app", "is_small", "news_sitemap_names", "news_stem", "publish_small_sites",
            "replace_file", "republish_site",
            "write_small_sites"]
 

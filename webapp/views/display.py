@@ -123,6 +123,7 @@ def readable_url(url: str | None, encoding: str = "utf-8") -> str:
 def init_app(app: Flask) -> None:
     """Templates write `{{ url.loc|readable_url(site.encoding) }}` wherever a person reads it."""
     app.add_template_filter(readable_url, "readable_url")
+    app.extensions["readable_url"] = readable_url  # rules name URLs so (errors.ShownUrl)
     app.add_template_filter(changefreq_label, "changefreq_label")
 
 
