@@ -326,13 +326,45 @@ def test_no_other_site_in_the_folder_may_publish_the_news_files_names(app, sessi
         with pytest.raises(InvalidValue, match="same names as site 'shop'") as refused:
             update_site(session, other, {"sitemap_url": site.base_url + clash})
         assert refused.value.field == "sitemap_url"
+        assert f"such as {clash}" in str(refused.value)
     update_site(session, other, {"sitemap_url": site.base_url + "sitemap-newsroom.xml"})
     session.commit()
-    # And the other way round: a site becomes a news publisher where the names are taken.
-    update_site(session, other, {"sitemap_url": site.base_url + "papers-news.xml"})
-    session.commit()
-    papers = make_site(session, "Papers two", site.base_url,
-                       sitemap_url=site.base_url + "papers.xml")
-    with pytest.raises(InvalidValue, match="same names as site"):
-        update_site(session, papers, {"news_name": "Papers", "news_language": "en"})
 
+
+def test_turning_news_on_where_the_news_file_name_is_taken_names_news_name_and_the_file(
+        app, session):
+    """The setting that brings the file is named, with the file: the person changed
+    news_name, not the sitemap URL."""
+    site = make_site(session, "Papers", "https://shop.example.com/",
+                     sitemap_url="https://shop.example.com/papers.xml")
+    make_site(session, "Desk", site.base_url, sitemap_url=site.base_url + "papers-news.xml")
+    with pytest.raises(InvalidValue) as refused:
+        update_site(session, site, {"news_name": "Papers", "news_language": "en"})
+    assert (refused.value.field, refused.value.value) == ("news_name", "Papers")
+    assert refused.value.rule == (
+        "would make the site publish a news sitemap, papers-news.xml, which site 'desk' "
+        "(https://shop.example.com/papers-news.xml) publishes in the same folder too; choose "
+        "another sitemap_url for one of the two sites")
+
+
+def test_the_file_name_rule_knows_which_news_files_exist(app, session):
+    """News files are numbered from 2 (sitemap-news.xml, sitemap-news-2.xml, ...): a
+    sitemap-news-1.xml beside them is free, and nothing is refused for a name no site writes."""
+    site = news_site(session)
+    other = make_site(session, "Papers", site.base_url, sitemap_url=site.base_url + "papers.xml")
+    update_site(session, other, {"sitemap_url": site.base_url + "sitemap-news-1.xml"})
+    with pytest.raises(InvalidValue, match="such as sitemap-news-3.xml"):
+        update_site(session, other, {"sitemap_url": site.base_url + "sitemap-news-3.xml"})
+
+
+def test_a_clash_stored_before_the_rule_does_not_block_other_settings(app, session):
+    """Names are checked when a setting that decides them changes: renaming a site, or
+    changing its schedule, is not refused for a clash it did not make."""
+    site = news_site(session)
+    other = make_site(session, "Papers", site.base_url, sitemap_url=site.base_url + "p.xml")
+    other.sitemap_url = site.base_url + "sitemap-news.xml"  # stored before the rule was
+    session.commit()
+    update_site(session, other, {"name": "Papers and more", "change_delay": "30"})
+    update_site(session, site, {"name": "The Shop", "news_language": "ja"})
+    with pytest.raises(InvalidValue, match="same names as site 'shop'"):
+        update_site(session, other, {"sitemap_url": site.base_url + "sitemap-news-2.xml"})

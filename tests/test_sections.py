@@ -399,6 +399,22 @@ def test_any_sections_are_refused_by_rule_or_publish_each_live_url_once_in_its_s
     check()
 
 
+def test_a_section_whose_files_another_site_publishes_is_refused_naming_its_line_and_file(
+        session, shop):
+    """A section adds sitemap-NAME-1.xml, sitemap-NAME-2.xml, ...: where another site of the
+    folder publishes one of them, the sections setting is refused, by its line, with the
+    file; a name no site publishes is free."""
+    make_site(session, "Posts", SHOP, sitemap_url=SHOP + "sitemap-news-2.xml")
+    with pytest.raises(InvalidValue) as refused:
+        update_site(session, shop, {"sections": f"{SECTIONS}\\nnews-2 /press/"})
+    assert (refused.value.field, refused.value.value) == ("sections", "news-2 /press/")
+    assert refused.value.rule == (
+        "line 4: the section's files would have the same names as files of site 'posts' "
+        "(https://shop.example.com/sitemap-news-2.xml) in the same folder, such as "
+        "sitemap-news-2-1.xml; choose another section name")
+    update_site(session, shop, {"sections": f"{SECTIONS}\\npress /press/"})
+
+
 def test_the_nginx_location_passes_each_sections_files(session, shop):
     pattern = re.search(r'location ~ "([^"]+)"',
                         publish_guide.nginx(shop, "http://10.0.0.5:8000")).group(1)
@@ -416,6 +432,7 @@ def test_a_section_may_not_publish_files_named_as_another_sites(session, shop):
     with pytest.raises(InvalidValue, match="would publish files with the same names as site "
                                            "'shop'"):
         update_site(session, other, {"sitemap_url": SHOP + "sitemap-blog.xml"})
-    with pytest.raises(InvalidValue, match="would publish files with the same names as site "
-                                           "'posts'"):
+    with pytest.raises(InvalidValue, match="section's files would have the same names as "
+                                           "files of site 'posts'") as refused:
         update_site(session, shop, {"sitemap_url": SHOP + "posts.xml", "sections": "x /x/"})
+    assert refused.value.field == "sections"  # the section brings posts-x-1.xml

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from sqlalchemy import delete, func, or_, select
 from sqlalchemy.orm import Session
 
-from webapp import news, notify
+from webapp import news, notify, site_files
 from webapp.db import after_commit
 from webapp.errors import (
     Conflict,
@@ -37,7 +37,7 @@ from webapp.protocol import (
     normalize_sitemap_url,
 )
 from webapp.scheduler import DEFAULT_SCHEDULE, check_schedule, check_timezone, next_run
-from webapp.sitemaps import SitemapStore, news_stem
+from webapp.sitemaps import SitemapStore
 from webapp.sitemaps import sections as site_sections
 from webapp.urls import next_change_seq, parse_exclude, parse_strip_params, show_exclude
 from webapp.verify import settings as verification
@@ -81,39 +81,6 @@ def _check_max_urls(value: str) -> int:
         raise InvalidValue("max_urls_per_file", value, rule_text(
             "must be a whole number from 1 to %(limit)s", limit=MAX_URLS_PER_FILE))
     return number
-
-
-def _file_stem(sitemap_url: str) -> tuple[str, str]:
-    """(folder URL, stem) of the files a sitemap URL publishes: stem.xml, stem-N.xml, stem.xsl."""
-    folder, _, name = sitemap_url.rpartition("/")
-    return folder, name.removesuffix(".xml")
-
-
-def _stems(stem: str, sections: str | None, news: bool) -> list[str]:
-    """The stems of a site's files: its own, `<stem>-NAME` of each section's files, and
-    `<stem>-news` of a news publisher's news files."""
-    return [stem, *(site_sections.file_stem(stem, section.name)
-                    for section in site_sections.definitions(sections)),
-            *([news_stem(stem)] if news else [])]
-
-
-def _check_own_file_names(session: Session, site: Site, sitemap_url: str,
-                          sections: str | None = None, news: bool = False) -> None:
-    """Two sites publishing into one folder must not publish files of the same name."""
-    folder, stem = _file_stem(sitemap_url)
-    others = select(Site).where(Site.id != site.id) if site.id else select(Site)
-    for other in session.scalars(others):
-        other_folder, other_stem = _file_stem(other.sitemap_url)
-        if folder != other_folder:
-            continue
-        theirs_all = _stems(other_stem, other.sections, bool(other.news_name))
-        if any(a == b or re.fullmatch(re.escape(a) + r"-\d+", b)
-               for mine in _stems(stem, sections, news) for theirs in theirs_all
-               for a, b in ((mine, theirs), (theirs, mine))):
-            raise InvalidValue("sitemap_url", sitemap_url, rule_text(
-                "would publish files with the same names as site %(site)s (%(sitemap_url)s) in "
-                "the same folder; choose another file name or folder", site=repr(other.slug),
-                sitemap_url=other.sitemap_url))
 
 
 def _slug_from(session: Session, name: str, base_url: str | None = None) -> str:
@@ -262,7 +229,7 @@ def site_settings(site: Site) -> dict[str, str]:
 
 
 def update_site(session: Session, site: Site, changes: Mapping[str, str],
-                operator: bool = False) -> str | None:
+                operator: bool = False) -> RuleText | None:
     """Validate every change first, then apply them all; return a warning worth showing.
 
     Every setting's error is raised at once (InvalidValues when there are several).
@@ -294,10 +261,14 @@ def update_site(session: Session, site: Site, changes: Mapping[str, str],
         errors += news.check_settings(site, values)
     raise_all(errors)
     warning = check_site_scope(base_url, sitemap_url)
-    publishes_news = bool(values.get("news_name", site.news_name))
-    _check_own_file_names(session, site, sitemap_url, values.get("sections", site.sections),
-                          publishes_news)
-    site_sections.check_names(values.get("sections", site.sections), _file_stem(sitemap_url)[1])
+    sections, news_name = (values.get("sections", site.sections),
+                           values.get("news_name", site.news_name))
+    site_files.check_free(session, site, sitemap_url, sections, news_name, {
+        name for name, changes_it in (
+            ("sitemap_url", sitemap_url != site.sitemap_url),
+            ("sections", sections != site.sections),
+            ("news_name", bool(news_name) != bool(site.news_name))) if changes_it})
+    site_sections.check_names(sections, site_files.file_stem(sitemap_url)[1])
     if base_url != site.base_url and site.id is not None:
         outside = session.scalar(select(func.count()).select_from(Url).where(
             Url.site_id == site.id, Url.deleted_at.is_(None),
