@@ -176,3 +176,75 @@ def test_a_rule_names_a_base_url_with_its_host_as_people_read_it_and_the_api_as_
     with app.test_request_context(headers=EN):
         assert "every URL must start with https://例え.jp/" in str(raised.value)
     assert "https://xn--r8jz45g.jp/" in str(raised.value)  # no app at hand: as stored
+
+
+def test_the_cli_names_an_international_site_as_stored(runner):
+    """The CLI stays as stored (an app is at hand there, a reader is not): the value and the
+    URL in the rule both in the xn-- form, never the two forms in one line."""
+    assert runner.invoke(args=["sites", "create", "Rei", "https://例え.jp/a/"]).stdout == "rei\n"
+    result = runner.invoke(args=["urls", "add", "rei", "https://other.example/x"])
+    assert result.stderr == (
+        "Error: loc 'https://other.example/x': is outside the site: every URL must start with "
+        "https://xn--r8jz45g.jp/a/ (same scheme, host, port and path)\n")
+    result = runner.invoke(args=["sites", "set", "rei", "sitemap_url=https://例え.jp/b/sitemap.xml"])
+    assert result.stderr == (
+        "Error: sitemap_url 'https://xn--r8jz45g.jp/b/sitemap.xml': can only list URLs under "
+        "https://xn--r8jz45g.jp/b/, but the site's base_url is https://xn--r8jz45g.jp/a/; put "
+        "the sitemap at the site's root\n")
+    result = runner.invoke(args=["sites", "create", "Rei two", "https://例え.jp/c/",
+                                 "--sitemap-url", "https://maps.example.net/c/sitemap.xml"])
+    assert result.stderr == (
+        "Note: the sitemap is on https://maps.example.net but the pages are on "
+        "https://xn--r8jz45g.jp: search engines accept it only if "
+        "https://xn--r8jz45g.jp/robots.txt has the line "
+        "'Sitemap: https://maps.example.net/c/sitemap.xml' (cross-submission)\n")
+
+
+def test_the_settings_page_names_an_international_site_as_people_read_it(
+        app, as_role, session):  # noqa: F811
+    """The error's value and the URLs its rule names, on the Japanese page: 例え.jp, as the
+    rest of the dashboard writes it; the cross-host note of the site's page too."""
+    site = make_site(session, "例え", "https://例え.jp/a/",
+                     sitemap_url="https://maps.例え.jp/sitemap.xml")
+    editor = as_role("editor")
+    answer = editor.post(f"/sites/{site.slug}/settings", headers=JA, data={
+        "csrf_token": editor.csrf, "sitemap_url": "https://例え.jp/b/sitemap.xml"})
+    assert answer.status_code == 422
+    assert ("sitemap_url &#39;https://例え.jp/b/sitemap.xml&#39;: このサイトマップには "
+            "https://例え.jp/b/ 以下の URL しか載せられませんが、サイトの base_url は "
+            "https://例え.jp/a/ です") in answer.text
+    answer = editor.post(f"/sites/{site.slug}/settings", headers=JA, data={
+        "csrf_token": editor.csrf, "indexnow_key_location": "sitemap"})
+    assert answer.status_code == 422
+    assert "サイトのページ（https://例え.jp/a/）がサイトマップのフォルダ（https://maps.例え.jp/）" \
+        in answer.text
+    page = editor.get(f"/sites/{site.slug}", headers=JA).text
+    assert ("サイトマップは https://maps.例え.jp にありますが、ページは https://例え.jp "
+            "にあります。検索エンジンがこれを受け付けるのは https://例え.jp/robots.txt に "
+            "&#39;Sitemap: https://maps.xn--r8jz45g.jp/sitemap.xml&#39; の行がある場合だけです"
+            ) in page
+    with app.test_request_context(headers=EN):  # the API's rule: as stored
+        with pytest.raises(InvalidValue) as raised:
+            update_site(session, site, {"indexnow_key_location": "sitemap"})
+        assert raised.value.rule == (
+            "needs the site's pages (https://xn--r8jz45g.jp/a/) under the sitemap's folder "
+            "(https://maps.xn--r8jz45g.jp/): IndexNow accepts only URLs under the key file's "
+            "folder")
+
+
+def test_a_stored_rejection_names_the_url_as_its_reader_reads_it(app, session):  # noqa: F811
+    """A worker stores a rejected row's line; the Japanese page reads the value and the rule
+    with 例え.jp, the CLI's and the API's English keep the stored form."""
+    from webapp.protocol import Scope
+    from webapp.said import english, render
+
+    with pytest.raises(ProtocolError) as raised:
+        Scope("https://xn--r8jz45g.jp/").normalize("https://xn--r8jz45g.jp.evil.example/x")
+    line = raised.value.said_line()
+    with app.test_request_context(headers=JA):
+        assert render(line) == (
+            "loc 'https://例え.jp.evil.example/x': サイトの外です。URL はすべて https://例え.jp/ "
+            "で始めてください（スキーム、ホスト、ポート、パスが同じ）")
+        assert english([line]) == (
+            "loc 'https://xn--r8jz45g.jp.evil.example/x': is outside the site: every URL must "
+            "start with https://xn--r8jz45g.jp/ (same scheme, host, port and path)")

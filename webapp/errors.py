@@ -54,19 +54,20 @@ def rule_text(msgid: str, **values: object) -> RuleText:
 
 
 class ShownUrl(str):
-    """A URL a rule names (a site's base URL): a person reads it as the app shows URLs, its
-    host in Unicode rather than `xn--` (the reader the app keeps as
-    `extensions["readable_url"]`, views.display); the English of the API and the CLI keeps it
-    as it is stored."""
+    """A URL a rule names (a site's base URL), or the value of an error that is a URL as the
+    app stored it: a person reads it as the app shows URLs, its host in Unicode rather than
+    `xn--` (the reader the app keeps as `extensions["readable_url"]`, views.display); the CLI
+    and the API's machine fields (`rule`) keep it as it is stored."""
 
 
 def url_reader():
-    """How the app at hand shows a URL to a person, or None (no app, or none registered)."""
+    """How a URL is shown to the person a request is answered for; None outside a request
+    (the CLI, a worker: they keep the stored form) or when the app registered no reader."""
     if "flask" not in sys.modules:
         return None
-    from flask import current_app, has_app_context
+    from flask import current_app, has_request_context
 
-    return current_app.extensions.get("readable_url") if has_app_context() else None
+    return current_app.extensions.get("readable_url") if has_request_context() else None
 
 
 def _current_gettext():
@@ -110,9 +111,21 @@ def said_of(text: object) -> dict:
     return {"text": str(text)}
 
 
-def _shown(value: object) -> str:
+def quoted(value: object, reader=None) -> str:
+    """A value as an error names it: quoted, cut at 80 characters; a ShownUrl as `reader`
+    shows it (None: as stored)."""
     text = value if isinstance(value, str) else str(value)
+    if reader is not None and isinstance(value, ShownUrl):
+        text = reader(text)
     return repr(text if len(text) <= 80 else f"{text[:77]}...")
+
+
+def _value_item(field: str, value: object) -> list[dict]:
+    """`field 'value': ` as webapp.said items: a ShownUrl as a URL item, read as its reader
+    reads it."""
+    if isinstance(value, ShownUrl):
+        return [{"text": f"{field} "}, {"url": str(value), "quoted": True}, {"text": ": "}]
+    return [{"text": f"{field} {quoted(value)}: "}]
 
 
 class InvalidValue(ValueError):
@@ -128,12 +141,12 @@ class InvalidValue(ValueError):
         return in_english(self.said)
 
     def __str__(self) -> str:
-        return f"{self.field} {_shown(self.value)}: {self.said}"
+        return f"{self.field} {quoted(self.value, url_reader())}: {self.said}"
 
     def said_line(self) -> list[dict]:
-        """The error as webapp.said items: the field and value as they are, the rule in the
-        reader's language."""
-        return [{"text": f"{self.field} {_shown(self.value)}: "}, said_of(self.said)]
+        """The error as webapp.said items: the field and value as they are (a URL as its
+        reader reads it), the rule in the reader's language."""
+        return [*_value_item(self.field, self.value), said_of(self.said)]
 
 
 class InvalidValues(InvalidValue):
@@ -187,13 +200,13 @@ class Note:
         self.field, self.value, self.text = field, value, text
 
     def __str__(self) -> str:
-        return f"{self.field} {_shown(self.value)}: {self.text}"
+        return f"{self.field} {quoted(self.value, url_reader())}: {self.text}"
 
     def english(self) -> str:
-        return f"{self.field} {_shown(self.value)}: {in_english(self.text)}"
+        return f"{self.field} {quoted(self.value)}: {in_english(self.text)}"
 
     def said_line(self) -> list[dict]:
-        return [{"text": f"{self.field} {_shown(self.value)}: "}, said_of(self.text)]
+        return [*_value_item(self.field, self.value), said_of(self.text)]
 
     def __repr__(self) -> str:
         return f"Note({self.field!r}, {self.value!r}, {self.text!r})"

@@ -293,20 +293,24 @@ def normalize_sitemap_url(raw: str, encoding: str = "utf-8") -> str:
         raise ProtocolError("sitemap_url", raw, NO_QUERY_RULE)
     name = parts.path.rsplit("/", 1)[-1]
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._\-]*\.xml", name):
-        raise ProtocolError("sitemap_url", url, rule_text(
+        raise ProtocolError("sitemap_url", ShownUrl(url), rule_text(
             "must end in a file name such as sitemap.xml (letters, digits, '.', '_' or '-', "
             "ending in .xml)"))
     return url
 
 
-def check_site_scope(base_url: str, sitemap_url: str) -> str | None:
-    """Raise if the sitemap cannot cover the site; return a warning for cross-host sitemaps (§3.1)."""
+def check_site_scope(base_url: str, sitemap_url: str) -> RuleText | None:
+    """Raise if the sitemap cannot cover the site; return a warning for cross-host sitemaps
+    (§3.1), said in the reader's language (the robots.txt line as it must be written)."""
     if origin(base_url) != origin(sitemap_url):
-        return (f"the sitemap is on {origin(sitemap_url)} but the pages are on {origin(base_url)}: "
-                f"search engines accept it only if {origin(base_url)}/robots.txt has the line "
-                f"'Sitemap: {sitemap_url}' (cross-submission)")
+        return rule_text(
+            "the sitemap is on %(sitemap_origin)s but the pages are on %(origin)s: search "
+            "engines accept it only if %(robots)s has the line 'Sitemap: %(sitemap_url)s' "
+            "(cross-submission)", sitemap_origin=ShownUrl(origin(sitemap_url)),
+            origin=ShownUrl(origin(base_url)), robots=ShownUrl(f"{origin(base_url)}/robots.txt"),
+            sitemap_url=sitemap_url)
     if not base_url.startswith(directory(sitemap_url)):
-        raise ProtocolError("sitemap_url", sitemap_url, rule_text(
+        raise ProtocolError("sitemap_url", ShownUrl(sitemap_url), rule_text(
             "can only list URLs under %(folder)s, but the site's base_url is %(base_url)s; "
             "put the sitemap at the site's root", folder=ShownUrl(directory(sitemap_url)),
             base_url=ShownUrl(base_url)))
@@ -328,7 +332,7 @@ class Scope:
         """A normalised loc inside this scope, with a note of what was removed (a fragment)."""
         url, note = normalize_url_noting(raw, self.encoding, field)
         if not url.startswith(self.base_url):
-            raise ProtocolError(field, url, rule_text(
+            raise ProtocolError(field, ShownUrl(url), rule_text(
                 "is outside the site: every URL must start with %(base_url)s (same scheme, "
                 "host, port and path)", base_url=ShownUrl(self.base_url)))
         return url, note
@@ -484,7 +488,8 @@ def too_many_images() -> RuleText:
 
 def lists_itself(loc: str) -> RuleText:
     """The rule of an hreflang cluster that leaves out the page that lists it."""
-    return rule_text("must include %(loc)s itself with its own language, e.g. en=%(loc)s", loc=loc)
+    return rule_text("must include %(loc)s itself with its own language, e.g. en=%(loc)s",
+                     loc=ShownUrl(loc))
 
 
 def normalize_hreflang(raw: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from flask_babel import force_locale, format_number, get_translations
 
-from webapp.errors import url_reader
+from webapp.errors import quoted, url_reader
 
 Item = dict
 Line = Item | list[Item]
@@ -47,7 +47,8 @@ def render(line: Line, numbers: bool = True) -> str:
         return line["text"]
     if "url" in line:  # a URL a rule named (errors.ShownUrl): as a person reads it
         reader = url_reader() if numbers else None
-        return reader(line["url"]) if reader else line["url"]
+        shown = reader(line["url"]) if reader else line["url"]
+        return quoted(shown) if line.get("quoted") else shown  # an error's value is quoted
     values = {name: _value(value, numbers) for name, value in line["values"].items()}
     translations, msgid, plural = get_translations(), line["id"], line.get("plural")
     if plural is not None:

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 from flask_babel import gettext as _
 from sqlalchemy.orm import Session
 
-from webapp.errors import InvalidValue, rule_text
+from webapp.errors import InvalidValue, ShownUrl, rule_text
 from webapp.models import Delivery, Site, new_indexnow_key
 from webapp.notify.ledger import start_from_now
 from webapp.outbound import Answer, OutboundError, Policy, endpoint_check, send
@@ -68,8 +68,8 @@ def _check_key_location(base_url: str, sitemap_url: str, location: str) -> None:
         if not base_url.startswith(folder):
             raise InvalidValue("indexnow_key_location", "sitemap", rule_text(
                 "needs the site's pages (%(base_url)s) under the sitemap's folder (%(folder)s): "
-                "IndexNow accepts only URLs under the key file's folder", base_url=base_url,
-                folder=folder))
+                "IndexNow accepts only URLs under the key file's folder",
+                base_url=ShownUrl(base_url), folder=ShownUrl(folder)))
 
 
 def enabled(site: Site) -> bool:
