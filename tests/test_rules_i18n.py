@@ -248,3 +248,21 @@ def test_a_stored_rejection_names_the_url_as_its_reader_reads_it(app, session): 
         assert english([line]) == (
             "loc 'https://xn--r8jz45g.jp.evil.example/x': is outside the site: every URL must "
             "start with https://xn--r8jz45g.jp/ (same scheme, host, port and path)")
+
+
+def test_the_api_names_an_international_site_as_stored(api_as, session):  # noqa: F811
+    """A program reads the API: its message names URLs as the API stores and returns them,
+    so that in English the message ends with the rule, whatever the client's language."""
+    site = make_site(session, "例え", "https://例え.jp/")
+    api = api_as("editor")
+    for headers in (EN, JA):
+        answer = api.post(f"/sites/{site.slug}/urls",
+                          {"urls": [{"loc": "https://other.example/x"}]}, headers=headers)
+        assert answer.status_code == 200, answer.text
+        [error] = answer.json["errors"]
+        assert "https://xn--r8jz45g.jp/" in error["message"] and "例え" not in error["message"]
+    assert error["rule"] == ("is outside the site: every URL must start with "
+                             "https://xn--r8jz45g.jp/ (same scheme, host, port and path)")
+    answer = api.post(f"/sites/{site.slug}/urls", {"urls": [{"loc": "https://other.example/x"}]},
+                      headers=EN)
+    assert answer.json["errors"][0]["message"].endswith(error["rule"])

@@ -57,17 +57,27 @@ class ShownUrl(str):
     """A URL a rule names (a site's base URL), or the value of an error that is a URL as the
     app stored it: a person reads it as the app shows URLs, its host in Unicode rather than
     `xn--` (the reader the app keeps as `extensions["readable_url"]`, views.display); the CLI
-    and the API's machine fields (`rule`) keep it as it is stored."""
+    and the API (programs read it) keep it as it is stored."""
 
 
 def url_reader():
     """How a URL is shown to the person a request is answered for; None outside a request
-    (the CLI, a worker: they keep the stored form) or when the app registered no reader."""
+    (the CLI, a worker), in a request for a program (`urls_as_stored`: the API) or when the
+    app registered no reader: they keep the stored form."""
     if "flask" not in sys.modules:
         return None
-    from flask import current_app, has_request_context
+    from flask import current_app, g, has_request_context
 
-    return current_app.extensions.get("readable_url") if has_request_context() else None
+    if not has_request_context() or g.get("urls_as_stored"):
+        return None
+    return current_app.extensions.get("readable_url")
+
+
+def urls_as_stored() -> None:
+    """This request answers a program: rules name URLs as stored (url_reader)."""
+    from flask import g
+
+    g.urls_as_stored = True
 
 
 def _current_gettext():
