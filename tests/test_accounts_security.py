@@ -28,11 +28,7 @@ PASSWORD = "correct horse"
 STRANGER, OWNER = "203.0.113.7", "198.51.100.2"  # two client addresses (documentation ranges)
 
 
-@pytest.fixture
-def session(app):
-    """A session outside any app context, so each test-client request loads its own user."""
-    with app.extensions["db_sessionmaker"]() as session:
-        yield session
+pytestmark = pytest.mark.session_outside_app_context
 
 
 @pytest.fixture

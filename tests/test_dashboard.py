@@ -33,12 +33,7 @@ from webapp.users import create_user
 PASSWORD = "correct horse"
 
 
-@pytest.fixture
-def session(app):
-    """A session outside any app context: each test-client request then gets its own, as in
-    production (a shared context would share Flask-Login's cached user between clients)."""
-    with app.extensions["db_sessionmaker"]() as session:
-        yield session
+pytestmark = pytest.mark.session_outside_app_context
 
 
 def token(client, path="/sign-in") -> str:

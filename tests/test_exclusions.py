@@ -29,10 +29,7 @@ RULES = {"exclude": "/tmp/*\\nre:\\.php$", "strip_params": "utm_*,gclid"}
 PASSWORD = "correct horse"
 
 
-@pytest.fixture
-def session(app):
-    with app.extensions["db_sessionmaker"]() as session:
-        yield session
+pytestmark = pytest.mark.session_outside_app_context
 
 
 @pytest.fixture

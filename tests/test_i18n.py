@@ -33,11 +33,7 @@ JAPANESE = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
 NAMES = {"robots.txt", "IndexNow"}
 
 
-@pytest.fixture
-def session(app):
-    """A session outside any app context: each request of the test client gets its own."""
-    with app.extensions["db_sessionmaker"]() as session:
-        yield session
+pytestmark = pytest.mark.session_outside_app_context
 
 
 def _csrf(client, path="/sign-in", **kwargs) -> str:

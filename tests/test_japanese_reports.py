@@ -28,12 +28,7 @@ from webapp.users import create_user
 PASSWORD = "correct horse battery"
 
 
-@pytest.fixture
-def session(app):
-    """A session outside any app context: each request of the test client gets its own (the
-    signed-in user is not carried from one request to the next in a shared `g`)."""
-    with app.extensions["db_sessionmaker"]() as session:
-        yield session
+pytestmark = pytest.mark.session_outside_app_context
 
 
 def signed_in(app, session, role="editor", language="ja"):
