@@ -16,7 +16,7 @@ from babel.messages.pofile import read_po
 from jinja2 import Environment, nodes
 from sqlalchemy import select
 
-from tests.builders import make_site
+from tests.builders import csrf_token, make_site
 from webapp.errors import InvalidValue
 from webapp.models import User
 from webapp.said import english, render
@@ -36,10 +36,6 @@ NAMES = {"robots.txt", "IndexNow"}
 pytestmark = pytest.mark.session_outside_app_context
 
 
-def _csrf(client, path="/sign-in", **kwargs) -> str:
-    return re.search(r'name="csrf_token" value="([^"]+)"', client.get(path, **kwargs).text)[1]
-
-
 def signed_in(app, session, role="admin", language=None, tz=None, email=None):
     """A test client signed in as a new account with this language and time zone."""
     user = create_user(session, email or f"{role}@example.com", PASSWORD, role)
@@ -47,9 +43,9 @@ def signed_in(app, session, role="admin", language=None, tz=None, email=None):
     session.commit()
     client = app.test_client()
     answer = client.post("/sign-in", data={"email": user.email, "password": PASSWORD,
-                                           "csrf_token": _csrf(client)})
+                                           "csrf_token": csrf_token(client)})
     assert answer.status_code == 302, answer.text
-    client.csrf = _csrf(client, "/account")
+    client.csrf = csrf_token(client, "/account")
     return client
 
 
@@ -72,7 +68,7 @@ def test_english_is_the_default_when_the_browser_asks_for_neither(client):
 def test_a_refused_sign_in_is_explained_in_the_browsers_language(client):
     answer = client.post("/sign-in", headers={"Accept-Language": "ja"},
                          data={"email": "nobody@example.com", "password": "wrong password",
-                               "csrf_token": _csrf(client)})
+                               "csrf_token": csrf_token(client)})
     assert answer.status_code == 401
     assert "メールアドレスかパスワードが間違っているか" in answer.text
 
