@@ -134,6 +134,19 @@ def engine(engine_server) -> HTTPServer:
 
 
 @pytest.fixture
+def browser():
+    """Headless Chromium through Playwright (tests.builders.launch_chromium), closed after."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.builders import launch_chromium
+
+    with sync_playwright() as playwright:
+        chromium = launch_chromium(playwright)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
 def runner(app):
     return app.test_cli_runner()
 
