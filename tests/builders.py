@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import threading
 from collections.abc import Iterator
@@ -33,6 +34,11 @@ def make_urls(session, site: Site, count: int, **fields) -> list[str]:
         site.url_count += count
     session.commit()
     return locs
+
+
+def csrf_token(client, path="/sign-in", **kwargs) -> str:
+    """The CSRF token of the form on the page at `path`, as a test client gets it."""
+    return re.search(r'name="csrf_token" value="([^"]+)"', client.get(path, **kwargs).text)[1]
 
 
 def free_port() -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
@@ -133,6 +134,19 @@ def engine(engine_server) -> HTTPServer:
 
 
 @pytest.fixture
+def browser():
+    """Headless Chromium through Playwright (tests.builders.launch_chromium), closed after."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.builders import launch_chromium
+
+    with sync_playwright() as playwright:
+        chromium = launch_chromium(playwright)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
 def runner(app):
     return app.test_cli_runner()
 
@@ -142,9 +156,20 @@ def client(app):
     return app.test_client()
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "session_outside_app_context: the `session` fixture is "
+                            "opened outside any app context (see `session`)")
+
+
 @pytest.fixture
-def session(app):
-    with app.app_context(), app.extensions["db_sessionmaker"]() as session:
+def session(request, app):
+    """A session on the test's database, opened in an app context. A module that sets
+    `pytestmark = pytest.mark.session_outside_app_context` gets it outside any app context
+    instead: each test-client request then gets a context of its own, as in production (a
+    shared context would share Flask-Login's cached user between requests and clients)."""
+    outside = request.node.get_closest_marker("session_outside_app_context") is not None
+    context = nullcontext() if outside else app.app_context()
+    with context, app.extensions["db_sessionmaker"]() as session:
         yield session
 
 

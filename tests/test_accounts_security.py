@@ -18,7 +18,7 @@ import pytest
 import requests
 from sqlalchemy import func, select, update
 
-from tests.builders import served
+from tests.builders import csrf_token, served
 from webapp import models
 from webapp.errors import InvalidValue
 from webapp.models import User, utcnow
@@ -28,11 +28,7 @@ PASSWORD = "correct horse"
 STRANGER, OWNER = "203.0.113.7", "198.51.100.2"  # two client addresses (documentation ranges)
 
 
-@pytest.fixture
-def session(app):
-    """A session outside any app context, so each test-client request loads its own user."""
-    with app.extensions["db_sessionmaker"]() as session:
-        yield session
+pytestmark = pytest.mark.session_outside_app_context
 
 
 @pytest.fixture
@@ -42,13 +38,10 @@ def ann(session):
     return user
 
 
-def token(client, path="/sign-in") -> str:
-    return re.search(r'name="csrf_token" value="([^"]+)"', client.get(path).text).group(1)
-
-
 def sign_in(client, email, password=PASSWORD, address="127.0.0.1"):
     return client.post("/sign-in", environ_base={"REMOTE_ADDR": address},
-                       data={"email": email, "password": password, "csrf_token": token(client)})
+                       data={"email": email, "password": password,
+                             "csrf_token": csrf_token(client)})
 
 
 def refusal(answer) -> tuple[int, str]:
@@ -118,7 +111,7 @@ def test_the_cookie_carries_a_random_session_id_of_which_only_a_digest_is_stored
 
     other = app.test_client()
     assert sign_in(other, "ann@example.com").status_code == 302
-    post_sign_out = other.post("/sign-out", data={"csrf_token": token(other, "/")})
+    post_sign_out = other.post("/sign-out", data={"csrf_token": csrf_token(other, "/")})
     assert post_sign_out.status_code == 302
     session.expire_all()
     assert session.scalars(select(models.UserSession.secret_hash)).all() == [stored[0].secret_hash]
@@ -184,7 +177,7 @@ def test_unknown_paused_and_wrong_attempts_get_one_answer(client, ann):
 
 def test_every_refusal_checks_one_password_hash(client, ann):
     def checks(email, password):
-        csrf = token(client)
+        csrf = csrf_token(client)
         return hash_checks(lambda: client.post("/sign-in", data={
             "email": email, "password": password, "csrf_token": csrf}))
 
@@ -222,7 +215,7 @@ def test_guesses_sent_side_by_side_are_counted_one_by_one(app, session, ann):
 def test_one_address_trying_many_accounts_is_paused_there_only(client, ann):
     for n in range(20):  # webapp.views.auth.ADDRESS_FREE_FAILURES
         assert sign_in(client, f"guess{n}@example.com", PASSWORD, STRANGER).status_code == 401
-    csrf, answers = token(client), []
+    csrf, answers = csrf_token(client), []
     assert hash_checks(lambda: answers.append(client.post("/sign-in", data={
         "email": "ann@example.com", "password": PASSWORD, "csrf_token": csrf},
         environ_base={"REMOTE_ADDR": STRANGER}))) == 1
@@ -241,7 +234,7 @@ def test_a_success_starts_the_count_again(client, ann):
     for _ in range(4):
         sign_in(client, "ann@example.com", "a wrong guess!")
     assert sign_in(client, "ann@example.com").status_code == 302
-    client.post("/sign-out", data={"csrf_token": token(client, "/")})
+    client.post("/sign-out", data={"csrf_token": csrf_token(client, "/")})
     for _ in range(4):
         sign_in(client, "ann@example.com", "a wrong guess!")
     assert sign_in(client, "ann@example.com").status_code == 302
@@ -256,7 +249,7 @@ def test_a_success_of_ones_own_account_does_not_reset_a_spray_at_others(client, 
         assert sign_in(client, f"guess{n}@example.com", PASSWORD, STRANGER).status_code == 401
     assert sign_in(client, "mallory@example.com", "mallory's own passphrase",
                    STRANGER).status_code == 302
-    client.post("/sign-out", data={"csrf_token": token(client, "/")})
+    client.post("/sign-out", data={"csrf_token": csrf_token(client, "/")})
     assert sign_in(client, "guess19@example.com", PASSWORD, STRANGER).status_code == 401
     assert sign_in(client, "mallory@example.com", "mallory's own passphrase",
                    STRANGER).status_code == 401
@@ -323,7 +316,7 @@ def test_the_command_line_shows_why_a_password_is_refused(runner, password, reas
 @pytest.mark.parametrize(("password", "reason"), [(SHORT, "short"), (COMMON[0], "common")])
 def test_the_users_page_shows_why_a_password_is_refused(client, session, ann, password, reason):
     assert sign_in(client, "ann@example.com").status_code == 302
-    csrf = token(client, "/users")
+    csrf = csrf_token(client, "/users")
     answer = client.post("/users", data={"email": "bob@example.com", "password": password,
                                          "role": "viewer", "csrf_token": csrf})
     assert answer.status_code == 422 and REASONS[reason] in answer.text

@@ -19,12 +19,7 @@ from webapp.models import ApiToken, Delivery, Generation, Site, Url, UrlImage, U
 from webapp.tokens import create_token
 from webapp.users import create_user
 
-
-@pytest.fixture
-def session(app):
-    """A session outside any app context, so each request gets its own, as in production."""
-    with app.extensions["db_sessionmaker"]() as session:
-        yield session
+pytestmark = pytest.mark.session_outside_app_context
 
 
 @pytest.fixture

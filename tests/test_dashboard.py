@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import delete, func, select, update
 
-from tests.builders import make_site, make_urls
+from tests.builders import csrf_token, make_site, make_urls
 from tests.probes import wait_for
 from webapp import jobs
 from webapp.models import (
@@ -33,21 +33,12 @@ from webapp.users import create_user
 PASSWORD = "correct horse"
 
 
-@pytest.fixture
-def session(app):
-    """A session outside any app context: each test-client request then gets its own, as in
-    production (a shared context would share Flask-Login's cached user between clients)."""
-    with app.extensions["db_sessionmaker"]() as session:
-        yield session
-
-
-def token(client, path="/sign-in") -> str:
-    return re.search(r'name="csrf_token" value="([^"]+)"', client.get(path).text).group(1)
+pytestmark = pytest.mark.session_outside_app_context
 
 
 def sign_in(client, email, password=PASSWORD):
     return client.post("/sign-in", data={"email": email, "password": password,
-                                         "csrf_token": token(client)})
+                                         "csrf_token": csrf_token(client)})
 
 
 @pytest.fixture
@@ -61,7 +52,7 @@ def as_role(app, session):
             session.commit()
         client = app.test_client()
         assert sign_in(client, email).status_code == 302
-        client.csrf = token(client, "/")
+        client.csrf = csrf_token(client, "/")
         return client
 
     return signed_in
@@ -164,11 +155,11 @@ def test_unknown_accounts_get_the_same_answer(client):
 def test_sign_in_returns_to_the_page_asked_for_but_never_to_another_host(client, session, shop):
     create_user(session, "ann@example.com", PASSWORD, "viewer")
     session.commit()
-    data = {"email": "ann@example.com", "password": PASSWORD, "csrf_token": token(client)}
+    data = {"email": "ann@example.com", "password": PASSWORD, "csrf_token": csrf_token(client)}
     answer = client.post("/sign-in?next=/sites/shop", data=data)
     assert answer.headers["Location"] == "/sites/shop"
     other = client.application.test_client()
-    data["csrf_token"] = token(other)
+    data["csrf_token"] = csrf_token(other)
     answer = other.post("/sign-in?next=//evil.example/", data=data)
     assert answer.headers["Location"] == "/"
 

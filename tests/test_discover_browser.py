@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import select
 
 from tests import discover_website as website
-from tests.builders import CHROMIUM, launch_chromium, make_site, served
+from tests.builders import CHROMIUM, make_site, served
 from webapp.models import Url
 from webapp.users import create_user
 
@@ -28,16 +28,6 @@ def server(app):
     app.config["DISCOVER_DELAY_MS"] = 0
     with served(app) as base_url:
         yield base_url
-
-
-@pytest.fixture
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = launch_chromium(playwright)
-        yield chromium
-        chromium.close()
 
 
 def signed_in(browser, server, width: int, locale: str):

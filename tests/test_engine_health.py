@@ -3,9 +3,13 @@ after saving the settings, and pre-flight."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.builders import make_site
-from tests.test_dashboard import as_role, post, session  # noqa: F401 - fixtures
+from tests.test_dashboard import as_role, post  # noqa: F401 - fixtures
 from webapp import notify
+
+pytestmark = pytest.mark.session_outside_app_context
 
 
 def test_search_console_without_credentials_is_named_on_save_and_in_health(
@@ -22,7 +26,7 @@ def test_search_console_without_credentials_is_named_on_save_and_in_health(
     assert "no service-account key file (gsc_credentials)" in health
 
 
-def test_preflight_names_the_engine_that_cannot_send(app, session, engine):  # noqa: F811
+def test_preflight_names_the_engine_that_cannot_send(app, session, engine):
     engine.expect_request("/robots.txt").respond_with_data("User-agent: *\n")
     site = make_site(session, base_url=engine.url_for("/"), gsc_credentials="/srv/key.json")
     [problem, robots] = notify.preflight.check(site, app.config)

@@ -6,14 +6,13 @@ the command line; and what stored URLs the rules match."""
 from __future__ import annotations
 
 import io
-import re
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import select
 
-from tests.builders import make_site
+from tests.builders import csrf_token, make_site
 from tests.probes import wait_for
 from webapp.errors import InvalidValue
 from webapp.models import Site, Url
@@ -29,10 +28,7 @@ RULES = {"exclude": "/tmp/*\\nre:\\.php$", "strip_params": "utm_*,gclid"}
 PASSWORD = "correct horse"
 
 
-@pytest.fixture
-def session(app):
-    with app.extensions["db_sessionmaker"]() as session:
-        yield session
+pytestmark = pytest.mark.session_outside_app_context
 
 
 @pytest.fixture
@@ -156,10 +152,10 @@ def sign_in(app, session, role="editor"):
     create_user(session, f"{role}@example.com", PASSWORD, role)
     session.commit()
     client = app.test_client()
-    token = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/sign-in").text).group(1)
+    token = csrf_token(client)
     assert client.post("/sign-in", data={"email": f"{role}@example.com", "password": PASSWORD,
                                          "csrf_token": token}).status_code == 302
-    client.csrf = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/").text).group(1)
+    client.csrf = csrf_token(client, "/")
     return client
 
 

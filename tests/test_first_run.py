@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from lxml import html
 
-from tests.builders import make_site, make_urls
+from tests.builders import csrf_token, make_site, make_urls
 from webapp.users import create_user
 
 PASSWORD = "correct horse battery"
@@ -24,7 +22,7 @@ def signed_in(app, sessions, role: str, language: str = "en"):
         session.commit()
     client = app.test_client()
     client.environ_base["HTTP_ACCEPT_LANGUAGE"] = language
-    csrf = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/sign-in").text).group(1)
+    csrf = csrf_token(client)
     assert client.post("/sign-in", data={"email": f"{role}@example.com", "password": PASSWORD,
                                          "csrf_token": csrf}).status_code == 302
     return client

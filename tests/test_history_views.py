@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import select
 
 from tests.builders import make_site, make_urls
-from tests.test_dashboard import as_role, post, session, shop  # noqa: F401  (fixtures)
+from tests.test_dashboard import as_role, post, shop  # noqa: F401  (fixtures)
 from webapp import jobs
 from webapp.models import Delivery, Generation, User, utcnow
 from webapp.notify import ping
@@ -20,6 +20,8 @@ from webapp.sitemaps import Limits
 from webapp.tasks import work
 from webapp.tokens import create_token
 from webapp.urls import save_url
+
+pytestmark = pytest.mark.session_outside_app_context
 
 
 def newest_run(session) -> Generation:

@@ -3,15 +3,19 @@ write report), and clusters whose pages are all URLs of the site can be complete
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import select
 
 from tests.builders import make_site
 from tests.test_api import api, api_as  # noqa: F401 - fixtures
-from tests.test_dashboard import as_role, post, session  # noqa: F401 - fixtures
+from tests.test_dashboard import as_role, post  # noqa: F401 - fixtures
 from webapp.models import Url
 from webapp.urls import health, hreflang, save_url
 
 BASE = "https://shop.example.com/"
+
+
+pytestmark = pytest.mark.session_outside_app_context
 
 
 def alternates(session, loc) -> dict[str, str]:
@@ -36,7 +40,7 @@ def cluster_site(session):
     return site
 
 
-def test_alternates_without_a_return_link_are_counted_and_named(session):  # noqa: F811
+def test_alternates_without_a_return_link_are_counted_and_named(session):
     site = cluster_site(session)
     found = hreflang.unreturned(session, site)
     assert found.count == 3  # fr lists en back, though not de: that is for completing
@@ -47,7 +51,7 @@ def test_alternates_without_a_return_link_are_counted_and_named(session):  # noq
     assert f"{BASE}de does not list {BASE}en." in warning.detail
 
 
-def test_completing_adds_the_missing_links_where_every_page_is_in_the_site(session):  # noqa: F811
+def test_completing_adds_the_missing_links_where_every_page_is_in_the_site(session):
     site = cluster_site(session)
     seq = session.scalar(select(Url.change_seq).order_by(Url.change_seq.desc()).limit(1))
     report = hreflang.complete(session, site)
@@ -95,7 +99,7 @@ def test_the_dashboard_offers_and_completes_the_clusters(as_role, session):  # n
     assert "2 hreflang alternates do not list their page back" in page
 
 
-def test_the_command_line_completes_the_clusters(app, session):  # noqa: F811
+def test_the_command_line_completes_the_clusters(app, session):
     cluster_site(session)
     result = app.test_cli_runner().invoke(args=["urls", "complete-hreflang", "shop"])
     assert result.exit_code == 0, result.output

@@ -16,7 +16,7 @@ from babel.messages.pofile import read_po
 from jinja2 import Environment, nodes
 from sqlalchemy import select
 
-from tests.builders import make_site
+from tests.builders import csrf_token, make_site
 from webapp.errors import InvalidValue
 from webapp.models import User
 from webapp.said import english, render
@@ -33,15 +33,7 @@ JAPANESE = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
 NAMES = {"robots.txt", "IndexNow"}
 
 
-@pytest.fixture
-def session(app):
-    """A session outside any app context: each request of the test client gets its own."""
-    with app.extensions["db_sessionmaker"]() as session:
-        yield session
-
-
-def _csrf(client, path="/sign-in", **kwargs) -> str:
-    return re.search(r'name="csrf_token" value="([^"]+)"', client.get(path, **kwargs).text)[1]
+pytestmark = pytest.mark.session_outside_app_context
 
 
 def signed_in(app, session, role="admin", language=None, tz=None, email=None):
@@ -51,9 +43,9 @@ def signed_in(app, session, role="admin", language=None, tz=None, email=None):
     session.commit()
     client = app.test_client()
     answer = client.post("/sign-in", data={"email": user.email, "password": PASSWORD,
-                                           "csrf_token": _csrf(client)})
+                                           "csrf_token": csrf_token(client)})
     assert answer.status_code == 302, answer.text
-    client.csrf = _csrf(client, "/account")
+    client.csrf = csrf_token(client, "/account")
     return client
 
 
@@ -76,7 +68,7 @@ def test_english_is_the_default_when_the_browser_asks_for_neither(client):
 def test_a_refused_sign_in_is_explained_in_the_browsers_language(client):
     answer = client.post("/sign-in", headers={"Accept-Language": "ja"},
                          data={"email": "nobody@example.com", "password": "wrong password",
-                               "csrf_token": _csrf(client)})
+                               "csrf_token": csrf_token(client)})
     assert answer.status_code == 401
     assert "メールアドレスかパスワードが間違っているか" in answer.text
 

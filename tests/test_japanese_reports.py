@@ -14,7 +14,7 @@ from contextlib import contextmanager
 import pytest
 from flask_babel import force_locale
 
-from tests.builders import free_port, make_site
+from tests.builders import csrf_token, free_port, make_site
 from tests.probes import wait_for
 from webapp import jobs, notify
 from webapp.models import Delivery, Task, utcnow
@@ -28,12 +28,7 @@ from webapp.users import create_user
 PASSWORD = "correct horse battery"
 
 
-@pytest.fixture
-def session(app):
-    """A session outside any app context: each request of the test client gets its own (the
-    signed-in user is not carried from one request to the next in a shared `g`)."""
-    with app.extensions["db_sessionmaker"]() as session:
-        yield session
+pytestmark = pytest.mark.session_outside_app_context
 
 
 def signed_in(app, session, role="editor", language="ja"):
@@ -43,11 +38,10 @@ def signed_in(app, session, role="editor", language="ja"):
     user.language = language
     session.commit()
     client = app.test_client()
-    page = client.get("/sign-in").text
-    csrf = re.search(r'name="csrf_token" value="([^"]+)"', page)[1]
+    csrf = csrf_token(client)
     assert client.post("/sign-in", data={"email": email, "password": PASSWORD,
                                          "csrf_token": csrf}).status_code == 302
-    client.csrf = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/account").text)[1]
+    client.csrf = csrf_token(client, "/account")
     return client
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.builders import CHROMIUM, launch_chromium, served
+from tests.builders import CHROMIUM, served
 from tests.showcase import PASSWORD, seed_showcase
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,16 +67,6 @@ def seeded(app):
 def server(app, seeded):
     with served(app) as base_url:
         yield base_url
-
-
-@pytest.fixture
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = launch_chromium(playwright)
-        yield chromium
-        chromium.close()
 
 
 def open_as(browser, server: str, language: str, email: str | None = "owner@example.com",

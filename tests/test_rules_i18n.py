@@ -14,7 +14,7 @@ from flask_babel import force_locale
 
 from tests.builders import make_site
 from tests.test_api import api_as  # noqa: F401  (fixture)
-from tests.test_dashboard import as_role, post, session  # noqa: F401  (fixtures)
+from tests.test_dashboard import as_role, post  # noqa: F401  (fixtures)
 from webapp.errors import InvalidValue, in_english, rule_text
 from webapp.protocol import ProtocolError, normalize_priority, normalize_url
 from webapp.sites import update_site
@@ -24,8 +24,11 @@ JA = {"Accept-Language": "ja"}
 EN = {"Accept-Language": "en"}
 
 
+pytestmark = pytest.mark.session_outside_app_context
+
+
 @pytest.fixture
-def shop(session):  # noqa: F811
+def shop(session):
     return make_site(session)
 
 
@@ -149,7 +152,7 @@ def test_the_apis_rule_stays_english_for_a_japanese_client(api_as, shop):  # noq
                      "must be from 0.0 to 1.0 (0.5 is the default)"]
 
 
-def test_the_cli_and_domain_functions_stay_english(session, shop):  # noqa: F811
+def test_the_cli_and_domain_functions_stay_english(session, shop):
     with pytest.raises(InvalidValue) as raised:
         update_site(session, shop, {"max_urls_per_file": "0"})
     assert str(raised.value) == "max_urls_per_file '0': must be a whole number from 1 to 50000"

@@ -37,10 +37,7 @@ T = [datetime(2026, 2, day, 12, tzinfo=UTC) for day in range(1, 29)]
 LATER = datetime(2030, 1, 1, tzinfo=UTC)  # past every site's change delay
 
 
-@pytest.fixture
-def session(app):
-    with app.extensions["db_sessionmaker"]() as session:
-        yield session
+pytestmark = pytest.mark.session_outside_app_context
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from werkzeug import Response
 from tests.builders import free_port, launch_chromium, make_site, make_urls
 from tests.conftest import alembic_config
 from tests.test_api import Api
-from tests.test_dashboard import as_role, post, session  # noqa: F401  (fixtures)
+from tests.test_dashboard import as_role, post  # noqa: F401  (fixtures)
 from tests.test_notify import service_account_file
 from webapp import jobs, notify, publish_guide, schedule_picker, sealing
 from webapp.db import make_engine
@@ -28,12 +28,15 @@ from webapp.tokens import create_token
 SETTINGS = "/sites/shop/settings"
 
 
+pytestmark = pytest.mark.session_outside_app_context
+
+
 @pytest.fixture
-def shop(session):  # noqa: F811
+def shop(session):
     return make_site(session)
 
 
-def reload(session, site) -> Site:  # noqa: F811
+def reload(session, site) -> Site:
     session.expire_all()
     return session.get(Site, site.id)
 
@@ -75,7 +78,7 @@ def test_new_sites_are_made_with_the_xsl_stylesheet_off(as_role, session):  # no
     assert '<select id="f-encoding" name="encoding"' in new_site and "Shift_JIS" in new_site
 
 
-def test_the_databases_default_leaves_the_stylesheet_off(app, session):  # noqa: F811
+def test_the_databases_default_leaves_the_stylesheet_off(app, session):
     session.execute(text("INSERT INTO sites (slug, name, base_url, sitemap_url, encoding, "
                          "max_urls_per_file, indexnow_key, storage_key) VALUES ('raw', 'Raw', "
                          "'https://raw.example.com/', 'https://raw.example.com/sitemap.xml', "
@@ -286,7 +289,7 @@ def test_editors_cannot_upload_remove_or_test_the_key(as_role, session, shop, tm
     assert 'name="key_file"' not in page and "Only an admin can upload" in page
 
 
-def test_site_scoped_api_tokens_cannot_set_the_service_account(app, session, shop):  # noqa: F811
+def test_site_scoped_api_tokens_cannot_set_the_service_account(app, session, shop):
     user = User(email="admin@example.com", role="admin", password_hash="x")
     session.add(user)
     session.flush()
@@ -303,7 +306,7 @@ def test_site_scoped_api_tokens_cannot_set_the_service_account(app, session, sho
 
 
 def test_announcements_use_the_uploaded_key_over_the_file(app, as_role, session, engine,
-                                                          tmp_path):  # noqa: F811
+                                                          tmp_path):
     app.config["GSC_ENDPOINT"] = engine.url_for("/")
     (tmp_path / "file").mkdir()
     on_disk = service_account_file(tmp_path / "file", engine.url_for("/token-of-the-file"))
@@ -324,7 +327,7 @@ def test_announcements_use_the_uploaded_key_over_the_file(app, as_role, session,
     assert engine.log[-1][0].headers["Authorization"] == "Bearer uploaded-token"
 
 
-def test_a_site_with_only_an_uploaded_key_and_a_property_can_send(app, session, shop):  # noqa: F811
+def test_a_site_with_only_an_uploaded_key_and_a_property_can_send(app, session, shop):
     shop.gsc_property = "sc-domain:example.com"
     session.commit()
     assert "gsc" in notify.blocked(shop, app.config)
@@ -366,7 +369,7 @@ def test_test_connection_exchanges_a_token_and_lists_the_properties(connected, e
 
 
 def test_a_key_whose_token_uri_is_not_googles_is_refused(app, as_role, session, engine,
-                                                         tmp_path):  # noqa: F811
+                                                         tmp_path):
     """The server POSTs to an uploaded key's token_uri: only Google's token address (or one on
     GSC_ENDPOINT's scheme, host and port) is taken, or any reachable host would get it."""
     make_site(session)
@@ -413,7 +416,7 @@ def test_test_connection_explains_a_refused_token(connected, engine, answer, wor
 
 
 def test_test_connection_says_when_the_token_address_is_unreachable(app, as_role, session,
-                                                                    tmp_path):  # noqa: F811
+                                                                    tmp_path):
     port = free_port()
     app.config["GSC_ENDPOINT"] = f"http://127.0.0.1:{port}/"
     make_site(session, gsc_property="sc-domain:example.com")
@@ -443,7 +446,7 @@ def test_test_connection_says_when_listing_the_properties_is_refused(connected, 
 # Sealing and rotation
 
 def test_a_key_rotated_in_keeps_what_the_old_one_sealed_until_it_is_resealed(app, runner,
-                                                                            session):  # noqa: F811
+                                                                            session):
     old = {"SECRET_KEY": "s", "CREDENTIALS_KEY": "the-old-key-0123456789"}
     new = {"SECRET_KEY": "s", "CREDENTIALS_KEY": "the-new-key-0123456789"}
     rotating = {**new, "CREDENTIALS_OLD_KEYS": ("the-old-key-0123456789",)}
@@ -471,7 +474,7 @@ def test_the_credentials_keys_come_from_the_environment_and_must_be_long_enough(
             load(environ={**base, name: "short"})
 
 
-def test_the_rotate_command_reseals_every_stored_key(app, runner, session):  # noqa: F811
+def test_the_rotate_command_reseals_every_stored_key(app, runner, session):
     site = make_site(session)
     app.config["CREDENTIALS_KEY"] = "the-old-key-0123456789"
     site.service_account = ServiceAccountKey(client_email="a@b.c", uploaded_at=datetime.now(UTC),
@@ -493,7 +496,7 @@ def test_the_rotate_command_reseals_every_stored_key(app, runner, session):  # n
 # IndexNow: the key file as an engine fetches it
 
 @pytest.fixture
-def key_site(app, session, engine):  # noqa: F811
+def key_site(app, session, engine):
     app.config["NOTIFY_TIMEOUT"] = 10  # two fetches per test on a busy machine: no time-outs
     return make_site(session, base_url=engine.url_for("/"), indexnow_key="testkey-0123456789",
                      indexnow_enabled=True)
@@ -527,7 +530,7 @@ def test_verify_key_file_says_what_an_engine_would_find(app, as_role, key_site, 
     assert "another-key" not in page  # what the address holds instead is not shown
 
 
-def test_verify_key_file_says_when_the_site_is_unreachable(app, session):  # noqa: F811
+def test_verify_key_file_says_when_the_site_is_unreachable(app, session):
     site = make_site(session, base_url=f"http://127.0.0.1:{free_port()}/")
     check = notify.indexnow.verify_key_file(site, app.config)
     assert check.outcome == "unreachable" and "cannot be reached" in check.message
@@ -559,7 +562,7 @@ def test_the_publish_page_names_the_addresses_and_gives_proxy_snippets(as_role, 
     assert "User-agent: *\nDisallow:\n" in page  # the robots.txt it will serve
 
 
-def test_the_nginx_location_passes_exactly_the_sitemap_files(session):  # noqa: F811
+def test_the_nginx_location_passes_exactly_the_sitemap_files(session):
     site = make_site(session, base_url="https://shop.example.com/maps/",
                      sitemap_url="https://shop.example.com/maps/sitemap.xml",
                      indexnow_key_location="sitemap")
@@ -574,7 +577,7 @@ def test_the_nginx_location_passes_exactly_the_sitemap_files(session):  # noqa: 
     assert "location = /maps/sitemap.xsl {" in snippet
 
 
-def test_a_sitemap_on_another_host_gets_a_block_per_host(session):  # noqa: F811
+def test_a_sitemap_on_another_host_gets_a_block_per_host(session):
     site = make_site(session, base_url="https://shop.example.com/",
                      sitemap_url="https://cdn.example.com/shop/sitemap.xml")
     hosts = publish_guide.host_paths(site)
@@ -587,7 +590,7 @@ def test_a_sitemap_on_another_host_gets_a_block_per_host(session):  # noqa: F811
 
 # In a browser: the previews follow the editing, and every page fits a phone
 
-def test_the_previews_follow_the_editing_and_the_pages_fit_a_phone(app, session, tmp_path):  # noqa: F811
+def test_the_previews_follow_the_editing_and_the_pages_fit_a_phone(app, session, tmp_path):
     from tests.builders import served
     from tests.test_e2e import CHROMIUM, shot
     from webapp.users import create_user

@@ -32,12 +32,7 @@ from webapp.urls import (
 )
 from webapp.users import create_user
 
-
-@pytest.fixture
-def session(app):
-    """A session outside any app context: each request gets its own, as in production."""
-    with app.extensions["db_sessionmaker"]() as session:
-        yield session
+pytestmark = pytest.mark.session_outside_app_context
 
 
 def make_sites(session, count: int, name="Site {n:03}", host="site{n:03}.example.com"):

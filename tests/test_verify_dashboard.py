@@ -12,12 +12,15 @@ from sqlalchemy import select
 
 from tests import verify_website as test_website
 from tests.builders import launch_chromium, served
-from tests.test_dashboard import as_role, session  # noqa: F401 (fixtures)
+from tests.test_dashboard import as_role  # noqa: F401 (fixtures)
 from tests.test_verify import make_verified_site
 from webapp.models import Task
 from webapp.verify import verify_site
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "verify"
+
+
+pytestmark = pytest.mark.session_outside_app_context
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +30,7 @@ def web():
 
 
 @pytest.fixture
-def verified(app, session, web):  # noqa: F811
+def verified(app, session, web):
     site = make_verified_site(session, web)
     verify_site(app, site.id)
     return site
@@ -48,7 +51,7 @@ def test_the_page_counts_each_outcome_and_links_to_those_urls(as_role, verified,
 
 
 def test_verify_now_starts_a_task_and_its_page_shows_the_outcome(app, as_role, verified,
-                                                                session):  # noqa: F811
+                                                                session):
     client = as_role("editor")
     answer = client.post(f"/sites/{verified.slug}/verify", data={"csrf_token": client.csrf})
     assert answer.status_code == 302 and "/tasks/" in answer.location
@@ -59,7 +62,7 @@ def test_verify_now_starts_a_task_and_its_page_shows_the_outcome(app, as_role, v
     assert client.post(f"/sites/{verified.slug}/verify").status_code == 400  # no CSRF token
 
 
-def test_the_page_fits_a_phone_in_english_and_japanese(app, session, verified,  # noqa: F811
+def test_the_page_fits_a_phone_in_english_and_japanese(app, session, verified,
                                                        request):
     if "postgresql" in request.node.name:
         pytest.skip("the browser path is the same on both databases; it runs on SQLite")
@@ -91,7 +94,7 @@ def test_the_page_fits_a_phone_in_english_and_japanese(app, session, verified,  
 
 
 def test_the_page_warns_when_dates_move_while_pages_do_not(app, as_role, verified, session,
-                                                           web):  # noqa: F811
+                                                           web):
     from webapp.urls import upsert_urls
     upsert_urls(session, verified, [{"loc": f"{web.base}/site/changing",
                                      "lastmod": "2026-08-01"}])

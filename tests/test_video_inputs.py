@@ -25,11 +25,7 @@ VIDEO = {"thumbnail_loc": f"{SHOP}thumbs/a.jpg", "title": "Making bread",
          "description": "Flour, water, salt.", "content_loc": "https://cdn.example.com/a.mp4"}
 
 
-@pytest.fixture
-def session(app):
-    """A session outside any app context, so that each request gets its own."""
-    with app.extensions["db_sessionmaker"]() as session:
-        yield session
+pytestmark = pytest.mark.session_outside_app_context
 
 
 @pytest.fixture
