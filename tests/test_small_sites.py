@@ -5,6 +5,7 @@ when the batch cannot take it."""
 from __future__ import annotations
 
 import gzip
+import re
 import threading
 from datetime import timedelta
 
@@ -18,6 +19,7 @@ from webapp import jobs, leases, notify
 from webapp.db import new_session
 from webapp.models import (
     Delivery,
+    FileBodyPart,
     Generation,
     GenerationFile,
     Site,
@@ -206,6 +208,43 @@ def test_a_batch_is_generated_and_announced_in_as_many_statements_for_5_sites_as
     few, many = statements(5), statements(50)
     assert many == few, (few, many)
     assert max(many) < 40, many
+
+
+def test_a_batch_stores_its_new_bodies_in_one_statement_without_looking_them_up(app, session):
+    """Its bodies are new as a rule: inserted skipping any stored already, not looked up first
+    (a statement of its own, which scans the table whole while it has no statistics)."""
+    sites = [make_site(session, f"B{n}", f"https://b{n}.example.com/") for n in range(3)]
+    for site in sites:
+        make_urls(session, site, 3)
+    due_now(session, *sites)
+    seen: list[str] = []
+    engine = app.extensions["db_engine"]
+
+    def count_it(_conn, _cursor, statement, *_args):
+        if re.search(r"\bfile_bodies\b", statement):
+            seen.append(statement)
+
+    event.listen(engine, "before_cursor_execute", count_it)
+    try:
+        outcome = jobs.generate_many_if_due([s.id for s in sites], app)
+    finally:
+        event.remove(engine, "before_cursor_execute", count_it)
+    assert set(outcome.values()) == {"succeeded"}
+    assert [statement.split()[0] for statement in seen] == ["INSERT"], seen
+
+
+def test_bodies_stored_already_keep_their_row_and_size(app, session):
+    store = get_store(app)
+    old, new = b"stored before", b"new here"
+    sizes = store.store_bodies(session, {"a" * 64: (13, old)})
+    session.commit()
+    assert sizes == {"a" * 64: len(old)}
+    sizes = store.store_bodies(session, {"a" * 64: (13, b"another copy, longer"),
+                                         "b" * 64: (8, new)})
+    session.commit()
+    assert sizes == {"a" * 64: len(old), "b" * 64: len(new)}
+    parts = dict(session.execute(select(FileBodyPart.digest, FileBodyPart.data)).all())
+    assert parts == {"a" * 64: old, "b" * 64: new}
 
 
 def test_sites_the_batch_cannot_take_are_run_on_their_own(app, session):

@@ -340,28 +340,33 @@ class SitemapStore:
                      ) -> dict[str, int]:
         """Store the bodies given in memory (digest: (size, gzip bytes)) that are not stored
         yet, in the session's transaction: small files, a few statements for all of them.
-        The gzip size of each body as stored (an earlier copy's, if one was)."""
-        sizes = self._gzip_sizes(session, set(bodies))
-        new = sorted(set(bodies) - set(sizes))
-        if not new:
-            return sizes
+        The gzip size of each body as stored (an earlier copy's, if one was).
+
+        The rows are inserted skipping those stored already, not looked up first: a batch's
+        bodies are new as a rule (a set equal to the one served is not published again), and
+        the lookup was a statement of its own that, before the table has statistics, scans it
+        whole. Only the bodies found stored are read back, for their sizes.
+        """
+        if not bodies:
+            return {}
+        digests = sorted(bodies)  # one order for every run: two runs storing the same never deadlock
         now = utcnow()
         # One statement, many parameter sets: compiled once and cached, whatever the count.
         inserted = set(many_rows.insert_rows(
             session, FileBody.__table__,
             [{"digest": digest, "size": bodies[digest][0], "gzip_size": len(bodies[digest][1]),
-              "created_at": now} for digest in new],
+              "created_at": now} for digest in digests],
             _insert_ignoring_conflicts(session).on_conflict_do_nothing(index_elements=["digest"])
             .returning(FileBody.__table__.c.digest)).scalars())
         parts = [{"digest": digest, "position": position,
                   "data": bodies[digest][1][start:start + PART_BYTES]}
-                 for digest in sorted(inserted)
+                 for digest in digests if digest in inserted
                  for position, start in enumerate(range(0, len(bodies[digest][1]), PART_BYTES))]
         if parts:
             many_rows.insert_rows(session, FileBodyPart.__table__, parts)
-        if len(inserted) < len(new):  # another run stored some a moment ago: theirs count
-            sizes.update(self._gzip_sizes(session, set(new) - inserted))
-        sizes.update({digest: len(bodies[digest][1]) for digest in inserted})
+        sizes = {digest: len(bodies[digest][1]) for digest in inserted}
+        if len(inserted) < len(digests):  # stored before (by this run's site or another's)
+            sizes.update(self._gzip_sizes(session, set(digests) - inserted))
         return sizes
 
     def _store_body(self, session: Session, entry: Entry, staged: Path) -> None:
