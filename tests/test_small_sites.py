@@ -247,6 +247,67 @@ def test_bodies_stored_already_keep_their_row_and_size(app, session):
     assert parts == {"a" * 64: old, "b" * 64: new}
 
 
+def test_a_batch_writes_its_sites_rows_once(app, session):
+    """Lease, schedule and published set together: one UPDATE of the sites' rows for the
+    whole batch, not one for the sets and another for the leases (on SQLite, where the lease
+    is written when the sites are taken, one more)."""
+    sites = [make_site(session, f"W{n}", f"https://w{n}.example.com/") for n in range(3)]
+    for site in sites:
+        make_urls(session, site, 3)
+    due_now(session, *sites)
+    seen: list[str] = []
+    engine = app.extensions["db_engine"]
+
+    def count_it(_conn, _cursor, statement, *_args):
+        if statement.lstrip().startswith("UPDATE sites "):
+            seen.append(statement)
+
+    event.listen(engine, "before_cursor_execute", count_it)
+    try:
+        outcome = jobs.generate_many_if_due([s.id for s in sites], app)
+    finally:
+        event.remove(engine, "before_cursor_execute", count_it)
+    assert set(outcome.values()) == {"succeeded"}
+    sqlite = app.config["DATABASE_URL"].startswith("sqlite")
+    assert len(seen) == (2 if sqlite else 1), seen
+    session.expire_all()
+    for site in sites:
+        generation = session.scalar(select(Generation.id).where(Generation.site_id == site.id))
+        assert session.get(Site, site.id).published_generation_id == generation
+        assert session.get(Site, site.id).run_owner is None
+
+
+def test_a_batch_run_a_newer_set_overtook_is_superseded_and_its_files_forgotten(
+        app, session, monkeypatch):
+    site = make_site(session)
+    make_urls(session, site, 2)
+    due_now(session, site)
+    record = jobs.record_small_sets
+    newer = {}
+
+    def and_a_newer_set_meanwhile(session_, store, runs):
+        record(session_, store, runs)
+        # A generation after the batch's own, published already (as a run of its own that
+        # overtook the batch would leave it): the batch must not move the site back.
+        later = Generation(site_id=site.id, status="succeeded", started_at=utcnow())
+        session_.add(later)
+        session_.flush()
+        session_.execute(update(Site).where(Site.id == site.id)
+                         .values(published_generation_id=later.id))
+        newer["id"] = later.id
+
+    monkeypatch.setattr(jobs, "record_small_sets", and_a_newer_set_meanwhile)
+    assert jobs.generate_many_if_due([site.id], app) == {site.id: "superseded"}
+    session.expire_all()
+    assert session.get(Site, site.id).published_generation_id == newer["id"]
+    assert session.get(Site, site.id).run_owner is None
+    superseded = session.scalar(select(Generation.id).where(
+        Generation.site_id == site.id, Generation.status == "superseded"))
+    assert superseded is not None and superseded < newer["id"]
+    assert session.scalar(select(func.count()).select_from(StoredFile).where(
+        StoredFile.generation_id == superseded)) == 0
+
+
 def test_sites_the_batch_cannot_take_are_run_on_their_own(app, session):
     small = make_site(session, "Small", "https://small.example.com/")
     make_urls(session, small, 4)
@@ -285,7 +346,7 @@ def test_a_batch_that_fails_leaves_nothing_and_each_site_is_run_on_its_own(
         calls.append(1)
         raise RuntimeError("the disk is on fire")
 
-    monkeypatch.setattr(jobs, "publish_small_sites", broken)
+    monkeypatch.setattr(jobs, "record_small_sets", broken)
     outcome = jobs.generate_many_if_due([s.id for s in sites], app)
     assert calls and outcome == {s.id: "succeeded" for s in sites}
     for site in sites:  # one run each, of their own: the batch's records were rolled back

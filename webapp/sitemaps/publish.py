@@ -30,7 +30,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
-from sqlalchemy import bindparam, case, delete, exists, insert, or_, select, update
+from sqlalchemy import ColumnElement, bindparam, case, delete, exists, insert, or_, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 from werkzeug.http import http_date
@@ -77,6 +77,15 @@ def same_as_published(published: PublishedSet | None, generation_id: int | None,
         return False
     return same_stylesheet([(f.name, f.sha256) for f in published.files.values()
                             if f.kind == "stylesheet"], stylesheet)
+
+
+def published_forward(generation: ColumnElement[int]) -> ColumnElement[int]:
+    """A site's published generation moved to `generation` unless a newer one is published
+    already (or `generation` is NULL: left as it is), as the value of an UPDATE of the site's
+    row that sets others too: the compare-and-set of `publish_stored`, which only goes
+    forward."""
+    current = Site.published_generation_id
+    return case((or_(current.is_(None), current < generation), generation), else_=current)
 
 
 def same_stylesheet(served: list[tuple[str, str]], stylesheet: Entry | None) -> bool:
@@ -294,6 +303,16 @@ class SitemapStore:
         """
         if not sets:
             return set()
+        self.record_sets(session, sets, gzip_sizes)
+        moved = self._move_published(session, sets)
+        self.drop_sets(session, [s.generation_id for s in sets if s.key not in moved])
+        return moved
+
+    def record_sets(self, session: Session, sets: Sequence[NewSet],
+                    gzip_sizes: dict[str, int] | None = None) -> None:
+        """Record the file lists of sets whose bodies are stored, in the session's
+        transaction, for the caller to publish in its own UPDATE of the sites' rows (with
+        `published_forward`), and to drop (`drop_sets`) those it did not move to."""
         if gzip_sizes is None:
             gzip_sizes = self._gzip_sizes(session, {e.sha256 for s in sets for e in s.entries})
         rows = [{"generation_id": s.generation_id, "name": e.name, "kind": e.kind,
@@ -302,11 +321,13 @@ class SitemapStore:
                  "lastmod": e.lastmod} for s in sets for e in s.entries]
         if rows:  # a site without URLs publishes an empty set: nothing is served
             many_rows.insert_rows(session, StoredFile.__table__, rows)
-        moved = self._move_published(session, sets)
-        stale = [s.generation_id for s in sets if s.key not in moved]
-        if stale:
-            session.execute(delete(StoredFile).where(StoredFile.generation_id.in_(stale)))
-        return moved
+
+    @staticmethod
+    def drop_sets(session: Session, generation_ids: list[int]) -> None:
+        """Forget the file lists of generations that were not published after all."""
+        if generation_ids:
+            session.execute(delete(StoredFile).where(
+                StoredFile.generation_id.in_(generation_ids)))
 
     @staticmethod
     def _move_published(session: Session, sets: Sequence[NewSet]) -> set[str]:
