@@ -5,6 +5,7 @@ when the batch cannot take it."""
 from __future__ import annotations
 
 import gzip
+import re
 import threading
 from datetime import timedelta
 
@@ -18,6 +19,7 @@ from webapp import jobs, leases, notify
 from webapp.db import new_session
 from webapp.models import (
     Delivery,
+    FileBodyPart,
     Generation,
     GenerationFile,
     Site,
@@ -208,6 +210,104 @@ def test_a_batch_is_generated_and_announced_in_as_many_statements_for_5_sites_as
     assert max(many) < 40, many
 
 
+def test_a_batch_stores_its_new_bodies_in_one_statement_without_looking_them_up(app, session):
+    """Its bodies are new as a rule: inserted skipping any stored already, not looked up first
+    (a statement of its own, which scans the table whole while it has no statistics)."""
+    sites = [make_site(session, f"B{n}", f"https://b{n}.example.com/") for n in range(3)]
+    for site in sites:
+        make_urls(session, site, 3)
+    due_now(session, *sites)
+    seen: list[str] = []
+    engine = app.extensions["db_engine"]
+
+    def count_it(_conn, _cursor, statement, *_args):
+        if re.search(r"\bfile_bodies\b", statement):
+            seen.append(statement)
+
+    event.listen(engine, "before_cursor_execute", count_it)
+    try:
+        outcome = jobs.generate_many_if_due([s.id for s in sites], app)
+    finally:
+        event.remove(engine, "before_cursor_execute", count_it)
+    assert set(outcome.values()) == {"succeeded"}
+    assert [statement.split()[0] for statement in seen] == ["INSERT"], seen
+
+
+def test_bodies_stored_already_keep_their_row_and_size(app, session):
+    store = get_store(app)
+    old, new = b"stored before", b"new here"
+    sizes = store.store_bodies(session, {"a" * 64: (13, old)})
+    session.commit()
+    assert sizes == {"a" * 64: len(old)}
+    sizes = store.store_bodies(session, {"a" * 64: (13, b"another copy, longer"),
+                                         "b" * 64: (8, new)})
+    session.commit()
+    assert sizes == {"a" * 64: len(old), "b" * 64: len(new)}
+    parts = dict(session.execute(select(FileBodyPart.digest, FileBodyPart.data)).all())
+    assert parts == {"a" * 64: old, "b" * 64: new}
+
+
+def test_a_batch_writes_its_sites_rows_once(app, session):
+    """Lease, schedule and published set together: one UPDATE of the sites' rows for the
+    whole batch, not one for the sets and another for the leases (on SQLite, where the lease
+    is written when the sites are taken, one more)."""
+    sites = [make_site(session, f"W{n}", f"https://w{n}.example.com/") for n in range(3)]
+    for site in sites:
+        make_urls(session, site, 3)
+    due_now(session, *sites)
+    seen: list[str] = []
+    engine = app.extensions["db_engine"]
+
+    def count_it(_conn, _cursor, statement, *_args):
+        if statement.lstrip().startswith("UPDATE sites "):
+            seen.append(statement)
+
+    event.listen(engine, "before_cursor_execute", count_it)
+    try:
+        outcome = jobs.generate_many_if_due([s.id for s in sites], app)
+    finally:
+        event.remove(engine, "before_cursor_execute", count_it)
+    assert set(outcome.values()) == {"succeeded"}
+    sqlite = app.config["DATABASE_URL"].startswith("sqlite")
+    assert len(seen) == (2 if sqlite else 1), seen
+    session.expire_all()
+    for site in sites:
+        generation = session.scalar(select(Generation.id).where(Generation.site_id == site.id))
+        assert session.get(Site, site.id).published_generation_id == generation
+        assert session.get(Site, site.id).run_owner is None
+
+
+def test_a_batch_run_a_newer_set_overtook_is_superseded_and_its_files_forgotten(
+        app, session, monkeypatch):
+    site = make_site(session)
+    make_urls(session, site, 2)
+    due_now(session, site)
+    record = jobs.record_small_sets
+    newer = {}
+
+    def and_a_newer_set_meanwhile(session_, store, runs):
+        record(session_, store, runs)
+        # A generation after the batch's own, published already (as a run of its own that
+        # overtook the batch would leave it): the batch must not move the site back.
+        later = Generation(site_id=site.id, status="succeeded", started_at=utcnow())
+        session_.add(later)
+        session_.flush()
+        session_.execute(update(Site).where(Site.id == site.id)
+                         .values(published_generation_id=later.id))
+        newer["id"] = later.id
+
+    monkeypatch.setattr(jobs, "record_small_sets", and_a_newer_set_meanwhile)
+    assert jobs.generate_many_if_due([site.id], app) == {site.id: "superseded"}
+    session.expire_all()
+    assert session.get(Site, site.id).published_generation_id == newer["id"]
+    assert session.get(Site, site.id).run_owner is None
+    superseded = session.scalar(select(Generation.id).where(
+        Generation.site_id == site.id, Generation.status == "superseded"))
+    assert superseded is not None and superseded < newer["id"]
+    assert session.scalar(select(func.count()).select_from(StoredFile).where(
+        StoredFile.generation_id == superseded)) == 0
+
+
 def test_sites_the_batch_cannot_take_are_run_on_their_own(app, session):
     small = make_site(session, "Small", "https://small.example.com/")
     make_urls(session, small, 4)
@@ -246,7 +346,7 @@ def test_a_batch_that_fails_leaves_nothing_and_each_site_is_run_on_its_own(
         calls.append(1)
         raise RuntimeError("the disk is on fire")
 
-    monkeypatch.setattr(jobs, "publish_small_sites", broken)
+    monkeypatch.setattr(jobs, "record_small_sets", broken)
     outcome = jobs.generate_many_if_due([s.id for s in sites], app)
     assert calls and outcome == {s.id: "succeeded" for s in sites}
     for site in sites:  # one run each, of their own: the batch's records were rolled back

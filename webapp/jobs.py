@@ -34,7 +34,8 @@ from webapp.sitemaps import (
     generate_site,
     get_store,
     is_small,
-    publish_small_sites,
+    published_forward,
+    record_small_sets,
     republish_site,
     write_small_sites,
 )
@@ -424,15 +425,7 @@ def _regenerate_small_sites(app: Flask, site_ids: list[int], now: datetime,
                 if on_schedule:
                     scheduled.add(site.id)
         runs, _ = write_small_sites(session, small, now)
-        statuses = _record_small_runs(session, store, runs, scheduled)
-        seq = bindparam("seq", type_=Site.change_seq.type)
-        leases.release_many(session, owner, [
-            {"site": run.site.id, "seq": run.site.change_seq,
-             "next": next_run(run.site.schedule, run.site.timezone, now)
-             if run.site.id in scheduled else run.site.next_run_at} for run in runs],
-            generated_seq=seq, retry_at=None,
-            next_run_at=bindparam("next", type_=Site.next_run_at.type),
-            pending_since=case((Site.change_seq > seq, Site.changed_at), else_=None))
+        statuses = _record_small_runs(session, store, owner, runs, scheduled, now)
         run_ids = {run.site.id for run in runs}
         leases.release_many(session, owner, [{"site": site_id} for site_id in claimed
                                              if site_id not in run_ids])
@@ -461,38 +454,52 @@ def _regenerate_small_sites(app: Flask, site_ids: list[int], now: datetime,
     return outcome
 
 
-def _record_small_runs(session: Session, store, runs, scheduled: set[int],
-                       ) -> list[tuple[str, int]]:
+def _record_small_runs(session: Session, store, owner: str, runs, scheduled: set[int],
+                       now: datetime) -> list[tuple[str, int]]:
     """Record the generations of `runs` as finished (triggered by the schedule for the sites
-    of `scheduled`, else by a change) and publish their sets, in the session's transaction,
-    with one statement per table for all of them; the status and generation id of each run."""
+    of `scheduled`, else by a change), give their sites' leases back and publish their sets,
+    in the session's transaction, with one statement per table for all of them (one UPDATE
+    of the sites' rows: lease, schedule and set); the status and generation id of each run."""
     if not runs:
         return []
-    now = utcnow()
+    started = utcnow()
     site_ids = [run.site.id for run in runs]
     session.execute(update(Generation).where(
         many_rows.among(session, Generation.site_id, site_ids),
         Generation.status.in_(("running", "publishing")),
-    ).values(status="failed", finished_at=now, error="interrupted: the run stopped unfinished"))
-    statuses = ["unchanged" if run.unchanged else "succeeded" for run in runs]
+    ).values(status="failed", finished_at=started,
+             error="interrupted: the run stopped unfinished"))
     table = Generation.__table__
     ids = dict(many_rows.insert_rows(
         session, table, statement=insert(table).returning(table.c.site_id, table.c.id), rows=[
-            {"site_id": run.site.id, "status": status, "started_at": now, "finished_at": now,
-             "change_seq": run.site.change_seq, "layout": run.layout,
-             "url_count": run.file.url_count, "file_count": 1, "bytes": run.file.bytes,
-             "error": None, "rollback_of": None,
+            {"site_id": run.site.id, "status": "unchanged" if run.unchanged else "succeeded",
+             "started_at": started, "finished_at": started, "change_seq": run.site.change_seq,
+             "layout": run.layout, "url_count": run.file.url_count, "file_count": 1,
+             "bytes": run.file.bytes, "error": None, "rollback_of": None,
              "trigger": "schedule" if run.site.id in scheduled else "change"}
-            for run, status in zip(runs, statuses)]).all())
-    live = publish_small_sites(session, store, [(run, ids[run.site.id]) for run in runs
-                                                if not run.unchanged])
+            for run in runs]).all())
+    record_small_sets(session, store, [(run, ids[run.site.id]) for run in runs
+                                       if not run.unchanged])
+    seq = bindparam("seq", type_=Site.change_seq.type)
+    served = dict(leases.release_many(session, owner, [
+        {"site": run.site.id, "seq": run.site.change_seq,
+         "next": next_run(run.site.schedule, run.site.timezone, now)
+         if run.site.id in scheduled else run.site.next_run_at,
+         "generation": None if run.unchanged else ids[run.site.id]} for run in runs],
+        returning=(Site.id, Site.published_generation_id),
+        generated_seq=seq, retry_at=None,
+        next_run_at=bindparam("next", type_=Site.next_run_at.type),
+        pending_since=case((Site.change_seq > seq, Site.changed_at), else_=None),
+        published_generation_id=published_forward(
+            bindparam("generation", type_=Site.published_generation_id.type))))
     superseded = [ids[run.site.id] for run in runs
-                  if not run.unchanged and run.site.id not in live]
+                  if not run.unchanged and served.get(run.site.id) != ids[run.site.id]]
     if superseded:  # a newer set is published already
         session.execute(update(Generation).where(Generation.id.in_(superseded))
                         .values(status="superseded"))
-    return [("superseded" if ids[run.site.id] in superseded else status, ids[run.site.id])
-            for run, status in zip(runs, statuses)]
+        store.drop_sets(session, superseded)
+    return [("unchanged" if run.unchanged else "superseded" if ids[run.site.id] in superseded
+             else "succeeded", ids[run.site.id]) for run in runs]
 
 
 def _announce(app: Flask, site_id: int) -> None:

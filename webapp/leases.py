@@ -155,16 +155,28 @@ def release(session: Session, site_id: int, owner: str, **values) -> None:
     session.commit()
 
 
-def release_many(session: Session, owner: str, params: list[dict], **values) -> None:
+def release_many(session: Session, owner: str, params: list[dict], returning: tuple = (),
+                 **values) -> list:
     """Give back sites taken with `claim_many`, uncommitted, setting `values` on them in one
     statement: `params` holds, per site, its id as "site" and the bind parameters that
-    `values` refer to (each given its SQL type: on PostgreSQL they travel as arrays)."""
+    `values` refer to (each given its SQL type: on PostgreSQL they travel as arrays). With
+    `returning` (columns of sites), their values afterwards, a row per site given back."""
     if not params:
-        return
+        return []
     condition = Site.id == bindparam("site", type_=Site.id.type)
-    if not many_rows.on_postgresql(session):
+    postgresql = many_rows.on_postgresql(session)
+    if not postgresql:
         condition &= Site.run_owner == owner
     elif not values:
-        return  # only locked: the commit gives them back
-    many_rows.update_rows(session, update(Site).where(condition).values(
-        run_owner=None, run_lease_until=None, **values), params)
+        return []  # only locked: the commit gives them back
+    statement = update(Site).where(condition).values(run_owner=None, run_lease_until=None,
+                                                     **values)
+    if postgresql and returning:
+        return many_rows.update_rows(session, statement.returning(*returning), params).all()
+    many_rows.update_rows(session, statement, params)
+    if not returning:
+        return []
+    # SQLite: an UPDATE per site, which cannot return rows; its transaction holds the write
+    # lock since `claim_many`, so what they hold now is what the UPDATEs left.
+    return session.execute(select(*returning).where(
+        Site.id.in_([row["site"] for row in params]), Site.run_owner.is_(None))).all()

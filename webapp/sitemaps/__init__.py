@@ -16,15 +16,21 @@ from webapp.sitemaps.build import STYLESHEET, Limits, SitemapLimitError, replace
 from webapp.sitemaps.generate import Published, generate_site, republish_site
 from webapp.sitemaps.history import diff
 from webapp.sitemaps.news import news_sitemap_names, news_stem
-from webapp.sitemaps.publish import MissingBody, PublishedFile, PublishedSet, SitemapStore
+from webapp.sitemaps.publish import (
+    MissingBody,
+    PublishedFile,
+    PublishedSet,
+    SitemapStore,
+    published_forward,
+)
 from webapp.sitemaps.sectioned import assign as assign_sections
-from webapp.sitemaps.small_sites import is_small, publish_small_sites, write_small_sites
+from webapp.sitemaps.small_sites import is_small, record_small_sets, write_small_sites
 
 __all__ = ["STYLESHEET", "Limits", "MissingBody", "Published", "PublishedFile", "PublishedSet",
            "SitemapLimitError", "SitemapStore", "assign_sections", "diff", "generate_site",
-           "get_store", "init_app", "is_small", "news_sitemap_names", "news_stem", "publish_small_sites",
-           "replace_file", "republish_site",
-           "write_small_sites"]
+           "get_store", "init_app", "is_small", "news_sitemap_names", "news_stem",
+           "published_forward",
+           "record_small_sets", "replace_file", "republish_site", "write_small_sites"]
 
 
 def init_app(app: Flask) -> None:

@@ -30,7 +30,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
-from sqlalchemy import bindparam, case, delete, exists, insert, or_, select, update
+from sqlalchemy import ColumnElement, bindparam, case, delete, exists, insert, or_, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 from werkzeug.http import http_date
@@ -77,6 +77,15 @@ def same_as_published(published: PublishedSet | None, generation_id: int | None,
         return False
     return same_stylesheet([(f.name, f.sha256) for f in published.files.values()
                             if f.kind == "stylesheet"], stylesheet)
+
+
+def published_forward(generation: ColumnElement[int]) -> ColumnElement[int]:
+    """A site's published generation moved to `generation` unless a newer one is published
+    already (or `generation` is NULL: left as it is), as the value of an UPDATE of the site's
+    row that sets others too: the compare-and-set of `publish_stored`, which only goes
+    forward."""
+    current = Site.published_generation_id
+    return case((or_(current.is_(None), current < generation), generation), else_=current)
 
 
 def same_stylesheet(served: list[tuple[str, str]], stylesheet: Entry | None) -> bool:
@@ -294,6 +303,16 @@ class SitemapStore:
         """
         if not sets:
             return set()
+        self.record_sets(session, sets, gzip_sizes)
+        moved = self._move_published(session, sets)
+        self.drop_sets(session, [s.generation_id for s in sets if s.key not in moved])
+        return moved
+
+    def record_sets(self, session: Session, sets: Sequence[NewSet],
+                    gzip_sizes: dict[str, int] | None = None) -> None:
+        """Record the file lists of sets whose bodies are stored, in the session's
+        transaction, for the caller to publish in its own UPDATE of the sites' rows (with
+        `published_forward`), and to drop (`drop_sets`) those it did not move to."""
         if gzip_sizes is None:
             gzip_sizes = self._gzip_sizes(session, {e.sha256 for s in sets for e in s.entries})
         rows = [{"generation_id": s.generation_id, "name": e.name, "kind": e.kind,
@@ -302,11 +321,13 @@ class SitemapStore:
                  "lastmod": e.lastmod} for s in sets for e in s.entries]
         if rows:  # a site without URLs publishes an empty set: nothing is served
             many_rows.insert_rows(session, StoredFile.__table__, rows)
-        moved = self._move_published(session, sets)
-        stale = [s.generation_id for s in sets if s.key not in moved]
-        if stale:
-            session.execute(delete(StoredFile).where(StoredFile.generation_id.in_(stale)))
-        return moved
+
+    @staticmethod
+    def drop_sets(session: Session, generation_ids: list[int]) -> None:
+        """Forget the file lists of generations that were not published after all."""
+        if generation_ids:
+            session.execute(delete(StoredFile).where(
+                StoredFile.generation_id.in_(generation_ids)))
 
     @staticmethod
     def _move_published(session: Session, sets: Sequence[NewSet]) -> set[str]:
@@ -340,28 +361,33 @@ class SitemapStore:
                      ) -> dict[str, int]:
         """Store the bodies given in memory (digest: (size, gzip bytes)) that are not stored
         yet, in the session's transaction: small files, a few statements for all of them.
-        The gzip size of each body as stored (an earlier copy's, if one was)."""
-        sizes = self._gzip_sizes(session, set(bodies))
-        new = sorted(set(bodies) - set(sizes))
-        if not new:
-            return sizes
+        The gzip size of each body as stored (an earlier copy's, if one was).
+
+        The rows are inserted skipping those stored already, not looked up first: a batch's
+        bodies are new as a rule (a set equal to the one served is not published again), and
+        the lookup was a statement of its own that, before the table has statistics, scans it
+        whole. Only the bodies found stored are read back, for their sizes.
+        """
+        if not bodies:
+            return {}
+        digests = sorted(bodies)  # one order for every run: two runs storing the same never deadlock
         now = utcnow()
         # One statement, many parameter sets: compiled once and cached, whatever the count.
         inserted = set(many_rows.insert_rows(
             session, FileBody.__table__,
             [{"digest": digest, "size": bodies[digest][0], "gzip_size": len(bodies[digest][1]),
-              "created_at": now} for digest in new],
+              "created_at": now} for digest in digests],
             _insert_ignoring_conflicts(session).on_conflict_do_nothing(index_elements=["digest"])
             .returning(FileBody.__table__.c.digest)).scalars())
         parts = [{"digest": digest, "position": position,
                   "data": bodies[digest][1][start:start + PART_BYTES]}
-                 for digest in sorted(inserted)
+                 for digest in digests if digest in inserted
                  for position, start in enumerate(range(0, len(bodies[digest][1]), PART_BYTES))]
         if parts:
             many_rows.insert_rows(session, FileBodyPart.__table__, parts)
-        if len(inserted) < len(new):  # another run stored some a moment ago: theirs count
-            sizes.update(self._gzip_sizes(session, set(new) - inserted))
-        sizes.update({digest: len(bodies[digest][1]) for digest in inserted})
+        sizes = {digest: len(bodies[digest][1]) for digest in inserted}
+        if len(inserted) < len(digests):  # stored before (by this run's site or another's)
+            sizes.update(self._gzip_sizes(session, set(digests) - inserted))
         return sizes
 
     def _store_body(self, session: Session, entry: Entry, staged: Path) -> None:

@@ -5,7 +5,8 @@ run's bookkeeping than in its XML: reading its URLs, its last files, its publish
 storing and publishing its one file are a dozen statements each. Here a batch of such sites
 shares each statement: their URLs (and images and alternates) are read in one query, their
 files are written in memory, and their records, bodies and published sets are written with
-one statement per table for all of them.
+one statement per table for all of them (the sites' rows, which hold their leases and which
+set they publish, with one UPDATE).
 
 The files are byte for byte those `generate.generate_site` writes for the same site (a single
 urlset file under the site's sitemap name, dated the same way), and a set equal to the one
@@ -260,12 +261,13 @@ def _served_stylesheets(session: Session, generation_ids: list[int],
     return found
 
 
-def publish_small_sites(session: Session, store: SitemapStore,
-                        runs: Sequence[tuple[SmallRun, int]]) -> set[int]:
-    """Record and publish the sets of `runs` (each with its generation's id) in the session's
-    transaction; the ids of the sites whose set goes live when the caller commits."""
+def record_small_sets(session: Session, store: SitemapStore,
+                      runs: Sequence[tuple[SmallRun, int]]) -> None:
+    """Record the sets of `runs` (each with its generation's id) and store their bodies, in
+    the session's transaction, for the caller to publish in its UPDATE of the sites' rows
+    (`publish.published_forward`): one statement per table for all of them."""
     if not runs:
-        return set()
+        return
     many_rows.insert_rows(session, GenerationFile.__table__, [
         {"generation_id": generation_id, "name": f.name, "kind": f.kind,
          "url_count": f.url_count, "bytes": f.bytes, "gzip_bytes": f.gzip_bytes,
@@ -273,7 +275,6 @@ def publish_small_sites(session: Session, store: SitemapStore,
          "lastmod": f.lastmod} for run, generation_id in runs for f in [run.file]])
     sizes = store.store_bodies(session, {digest: body for run, _ in runs
                                          for digest, body in run.bodies.items()})
-    moved = store.publish_stored(session, [
+    store.record_sets(session, [
         NewSet(run.site.storage_key, generation_id, run.entries) for run, generation_id in runs],
         sizes)
-    return {run.site.id for run, _ in runs if run.site.storage_key in moved}
