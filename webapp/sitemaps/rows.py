@@ -8,7 +8,7 @@ read as streams of their own in the same order and merged in.
 
 from __future__ import annotations
 
-import itertools
+import math
 from collections.abc import Callable, Iterator
 
 from sqlalchemy import Connection, exists, func, select
@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from webapp.models import Site, Url, UrlAlternate, UrlCheck, UrlImage
 from webapp.sitemaps.build import alternate_fragment, image_fragment, url_fragment
-from webapp.sitemaps.videos import site_video_rows, video_fragment
+from webapp.sitemaps.videos import row_fragment, site_video_rows
 from webapp.verify import publishing
 
 STREAM_OPTIONS = {"stream_results": True, "yield_per": 10_000}
@@ -36,10 +36,10 @@ def live_urls(site_id: int, after_id: int | None = None, upto_id: int | None = N
     return tuple(conditions)
 
 
-def _grouped(rows, render) -> Iterator[tuple[int, str]]:
-    """(url id, concatenated fragments) from rows ordered by url id."""
-    for url_id, group in itertools.groupby(rows, key=lambda row: row[0]):
-        yield url_id, "".join(render(*row[1:]) for row in group)
+def _by_url(rows, render) -> Iterator[tuple[int, str]]:
+    """(url id, fragment) of each row (url id first, then render's arguments), in the rows'
+    order; _merge joins a URL's fragments."""
+    return ((row[0], render(*row[1:])) for row in rows)
 
 
 def _extension_streams(connection: Connection, site_id: int, images: bool, alternates: bool,
@@ -54,7 +54,7 @@ def _extension_streams(connection: Connection, site_id: int, images: bool, alter
             .order_by(UrlImage.url_id, UrlImage.position, UrlImage.id),
             execution_options=STREAM_OPTIONS)
         results.append(rows)
-        streams.append(_grouped(rows, image_fragment))
+        streams.append(_by_url(rows, image_fragment))
     if alternates:
         rows = connection.execute(
             select(UrlAlternate.url_id, UrlAlternate.hreflang, UrlAlternate.href)
@@ -62,12 +62,12 @@ def _extension_streams(connection: Connection, site_id: int, images: bool, alter
             .order_by(UrlAlternate.url_id, UrlAlternate.hreflang),
             execution_options=STREAM_OPTIONS)
         results.append(rows)
-        streams.append(_grouped(rows, alternate_fragment))
+        streams.append(_by_url(rows, alternate_fragment))
     if videos:
         rows = connection.execute(site_video_rows(site_id, *id_range),
                                   execution_options=STREAM_OPTIONS)
         results.append(rows)
-        streams.append(_grouped(rows, video_fragment))
+        streams.append(_by_url(rows, row_fragment))
     return streams
 
 
@@ -91,35 +91,48 @@ def url_entries(connection: Connection, site: Site, images: bool = False,
     # Closed however the reading ends: a streamed result is a server-side cursor on
     # PostgreSQL, which must not be left to the garbage collector when a run fails midway.
     try:
-        extensions_of = _merge(_extension_streams(connection, site.id, images, alternates,
-                                                  (after_id, upto_id, section), results, videos))
+        extensions_of, next_id = _merge(_extension_streams(
+            connection, site.id, images, alternates, (after_id, upto_id, section), results,
+            videos))
         for url_id, loc, lastmod, changefreq, priority, content_changed_at in rows:
+            # Most URLs have no extension: a comparison, not a call, says so.
+            if url_id < next_id:
+                extensions = ""
+            else:
+                extensions, next_id = extensions_of(url_id)
             yield url_id, url_fragment(loc, lastmod_of(lastmod, content_changed_at),
                                        changefreq or default_changefreq,
                                        default_priority if priority is None else priority,
-                                       extensions_of(url_id))
+                                       extensions)
     finally:
         for result in results:
             result.close()
 
 
-def _merge(streams: list[Iterator[tuple[int, str]]]) -> Callable[[int], str]:
-    """For ascending url ids, the extension fragments the streams (ordered by url id) hold."""
-    if not streams:
-        return lambda url_id: ""
+def _merge(streams: list[Iterator[tuple[int, str]]],
+           ) -> tuple[Callable[[int], tuple[str, float]], float]:
+    """(extensions_of, the first url id the streams hold fragments for): for ascending url ids
+    from that one on, extensions_of(url_id) gives the url's fragments (the streams' in their
+    order, each stream's in its own) and the next url id any stream holds fragments for
+    (infinity when they are done). Fragments of ids never asked for (URLs left out) are passed."""
     pending = [next(stream, None) for stream in streams]
 
-    def extensions_of(url_id: int) -> str:
+    def next_id() -> float:
+        return min((item[0] for item in pending if item is not None), default=math.inf)
+
+    def extensions_of(url_id: int) -> tuple[str, float]:
         found = ""
         for i, stream in enumerate(streams):
-            while pending[i] is not None and pending[i][0] < url_id:
-                pending[i] = next(stream, None)
-            if pending[i] is not None and pending[i][0] == url_id:
-                found += pending[i][1]
-                pending[i] = next(stream, None)
-        return found
+            item = pending[i]
+            while item is not None and item[0] < url_id:
+                item = next(stream, None)
+            while item is not None and item[0] == url_id:
+                found += item[1]
+                item = next(stream, None)
+            pending[i] = item
+        return found, next_id()
 
-    return extensions_of
+    return extensions_of, next_id()
 
 
 def uses(session: Session, site_id: int, model) -> bool:
