@@ -11,12 +11,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 
-from sqlalchemy import Connection, exists, func, select
+from sqlalchemy import Connection, Select, exists, func, select
 from sqlalchemy.orm import Session
 
-from webapp.models import Site, Url, UrlAlternate, UrlCheck, UrlImage
+from webapp.models import Site, Url, UrlAlternate, UrlCheck, UrlImage, UrlVideo
 from webapp.sitemaps.build import alternate_fragment, image_fragment, url_fragment
-from webapp.sitemaps.videos import row_fragment, site_video_rows
+from webapp.sitemaps.videos import (
+    VIDEO_ORDER,
+    VIDEO_READ_COLUMNS,
+    row_fragment,
+    site_video_rows,
+)
 from webapp.verify import publishing
 
 STREAM_OPTIONS = {"stream_results": True, "yield_per": 10_000}
@@ -36,38 +41,64 @@ def live_urls(site_id: int, after_id: int | None = None, upto_id: int | None = N
     return tuple(conditions)
 
 
-def _by_url(rows, render) -> Iterator[tuple[int, str]]:
-    """(url id, fragment) of each row (url id first, then render's arguments), in the rows'
-    order; _merge joins a URL's fragments."""
-    return ((row[0], render(*row[1:])) for row in rows)
+def _id_bounds(connection: Connection, site_id: int, after_id: int | None,
+               upto_id: int | None) -> tuple[int, int]:
+    """(after, upto): the url ids (after, upto] hold every URL of the site with an id in
+    (after_id, upto_id]; the site's lowest and highest ids (two index look-ups) stand in for
+    a bound not given."""
+    if after_id is not None and upto_id is not None:
+        return after_id, upto_id
+    ids = select(Url.id).where(Url.site_id == site_id)
+    lowest, highest = connection.execute(select(
+        ids.with_only_columns(func.min(Url.id)).scalar_subquery(),
+        ids.with_only_columns(func.max(Url.id)).scalar_subquery())).one()
+    if lowest is None:
+        return 0, 0
+    return (lowest - 1 if after_id is None else after_id,
+            highest if upto_id is None else upto_id)
 
 
 def _extension_streams(connection: Connection, site_id: int, images: bool, alternates: bool,
                        id_range: tuple[int | None, int | None, str | None], results: list,
-                       videos: bool = False):
-    """Fragments of each extension in use, by url id; `results` collects the open results."""
+                       videos: bool = False) -> list[tuple[Iterator, Callable[..., str]]]:
+    """(rows, render) of each extension in use: rows of (url id, render's arguments...) in url
+    id order, each URL's in the order it writes them; `results` collects the open results.
+
+    Without a section the rows are chosen by url id alone, in the range of the site's URLs:
+    joining each with its URL (to leave out those of other sites, and deleted ones) cost a
+    third of reading them, and _merge passes over the rows of URLs it is not writing anyway.
+    A section's rows are joined with their URLs: its ids are spread among the other
+    sections'."""
+    after_id, upto_id, section = id_range
+    if section is None:
+        low, high = _id_bounds(connection, site_id, after_id, upto_id)
+
+    def rows_of(model, columns, order_by, joined: Select):
+        statement = joined if section is not None else (
+            select(model.url_id, *columns).where(model.url_id > low, model.url_id <= high)
+            .order_by(model.url_id, *order_by))
+        rows = connection.execute(statement, execution_options=STREAM_OPTIONS)
+        results.append(rows)
+        return rows
+
     streams = []
     if images:
-        rows = connection.execute(
-            select(UrlImage.url_id, UrlImage.loc, UrlImage.title, UrlImage.caption)
-            .join(Url, Url.id == UrlImage.url_id).where(*live_urls(site_id, *id_range))
-            .order_by(UrlImage.url_id, UrlImage.position, UrlImage.id),
-            execution_options=STREAM_OPTIONS)
-        results.append(rows)
-        streams.append(_by_url(rows, image_fragment))
+        columns, order_by = (UrlImage.loc, UrlImage.title, UrlImage.caption), \
+            (UrlImage.position, UrlImage.id)
+        streams.append((rows_of(UrlImage, columns, order_by, select(UrlImage.url_id, *columns)
+                                .join(Url, Url.id == UrlImage.url_id)
+                                .where(*live_urls(site_id, *id_range))
+                                .order_by(UrlImage.url_id, *order_by)), image_fragment))
     if alternates:
-        rows = connection.execute(
-            select(UrlAlternate.url_id, UrlAlternate.hreflang, UrlAlternate.href)
-            .join(Url, Url.id == UrlAlternate.url_id).where(*live_urls(site_id, *id_range))
-            .order_by(UrlAlternate.url_id, UrlAlternate.hreflang),
-            execution_options=STREAM_OPTIONS)
-        results.append(rows)
-        streams.append(_by_url(rows, alternate_fragment))
+        columns, order_by = (UrlAlternate.hreflang, UrlAlternate.href), (UrlAlternate.hreflang,)
+        streams.append((rows_of(UrlAlternate, columns, order_by,
+                                select(UrlAlternate.url_id, *columns)
+                                .join(Url, Url.id == UrlAlternate.url_id)
+                                .where(*live_urls(site_id, *id_range))
+                                .order_by(UrlAlternate.url_id, *order_by)), alternate_fragment))
     if videos:
-        rows = connection.execute(site_video_rows(site_id, *id_range),
-                                  execution_options=STREAM_OPTIONS)
-        results.append(rows)
-        streams.append(_by_url(rows, row_fragment))
+        streams.append((rows_of(UrlVideo, VIDEO_READ_COLUMNS, VIDEO_ORDER,
+                                site_video_rows(site_id, *id_range)), row_fragment))
     return streams
 
 
@@ -109,27 +140,27 @@ def url_entries(connection: Connection, site: Site, images: bool = False,
             result.close()
 
 
-def _merge(streams: list[Iterator[tuple[int, str]]],
+def _merge(streams: list[tuple[Iterator, Callable[..., str]]],
            ) -> tuple[Callable[[int], tuple[str, float]], float]:
-    """(extensions_of, the first url id the streams hold fragments for): for ascending url ids
-    from that one on, extensions_of(url_id) gives the url's fragments (the streams' in their
-    order, each stream's in its own) and the next url id any stream holds fragments for
-    (infinity when they are done). Fragments of ids never asked for (URLs left out) are passed."""
-    pending = [next(stream, None) for stream in streams]
+    """(extensions_of, the first url id the streams hold rows for): for ascending url ids from
+    that one on, extensions_of(url_id) gives the URL's fragments (the streams' in their order,
+    each stream's rows in its own) and the next url id any stream holds rows for (infinity when
+    they are done). The rows of ids never asked for (URLs not written) are passed unwritten."""
+    pending = [next(rows, None) for rows, _render in streams]
 
     def next_id() -> float:
-        return min((item[0] for item in pending if item is not None), default=math.inf)
+        return min((row[0] for row in pending if row is not None), default=math.inf)
 
     def extensions_of(url_id: int) -> tuple[str, float]:
         found = ""
-        for i, stream in enumerate(streams):
-            item = pending[i]
-            while item is not None and item[0] < url_id:
-                item = next(stream, None)
-            while item is not None and item[0] == url_id:
-                found += item[1]
-                item = next(stream, None)
-            pending[i] = item
+        for i, (rows, render) in enumerate(streams):
+            row = pending[i]
+            while row is not None and row[0] < url_id:
+                row = next(rows, None)
+            while row is not None and row[0] == url_id:
+                found += render(*row[1:])
+                row = next(rows, None)
+            pending[i] = row
         return found, next_id()
 
     return extensions_of, next_id()
