@@ -17,6 +17,13 @@ With --extensions: the same site generated twice, each in a fresh database and c
 without extensions and with them (add_extensions: 10% of the URLs carry a video, 1% are news
 articles of a news publisher); prints both
 times and their ratio (the target is 1.5 at most).
+
+    python bench/generate.py --sections --urls 100000
+
+With --sections: the same site's first run without sections and with each definition of
+SECTIONS (path prefixes only; globs and `re:` patterns), each in a fresh database and child
+process; prints the time every URL's section takes to assign (per URL too) and the whole run's,
+and the CPU ratio to the run without sections.
 """
 
 from __future__ import annotations
@@ -237,8 +244,38 @@ def run_floor(db: str, out: Path) -> dict:
     return {"seconds": time.perf_counter() - started, "folder": str(out), "files": files}
 
 
+# Section definitions for --sections, over synthetic_loc's paths: search pages, category
+# items, items named after a person, and percent-encoded Japanese paths (matched decoded).
+SECTIONS = {
+    "prefixes": "search /search\ncategories /products/category-\nnames /products/\n"
+                "japanese /サイトマップ/",
+    "patterns": "search re:^/search\ncategories /products/category-*/item-*.html\n"
+                "names /products/*/o'brien-*\njapanese /サイトマップ/*",
+}
+
+
+def run_sections(db: str, out: Path) -> dict:
+    """run_app, with the sections assigned first and timed on their own."""
+    from webapp import create_app
+    from webapp.models import Site
+    from webapp.sitemaps import assign_sections
+
+    app = create_app({"DATABASE_URL": db, "SECRET_KEY": "bench",
+                      "INSTANCE_PATH": str(out), "SITEMAPS_DIR": str(out / "sitemaps")})
+    started, cpu = time.perf_counter(), time.process_time()
+    with app.extensions["db_sessionmaker"]() as session:
+        assign_sections(session, session.get(Site, 1))
+        session.commit()
+    assign = {"assign_seconds": time.perf_counter() - started,
+              "assign_cpu": time.process_time() - cpu}
+    result = run_app(db, out)
+    result["seconds"] += assign["assign_seconds"]
+    result["cpu"] += assign["assign_cpu"]
+    return result | assign
+
+
 def child(kind: str, db: str, out: str) -> None:
-    result = (run_app if kind == "app" else run_floor)(db, Path(out))
+    result = {"app": run_app, "sections": run_sections, "floor": run_floor}[kind](db, Path(out))
     result["peak_mb"] = peak_rss_mb()
     print(json.dumps(result))
 
@@ -279,10 +316,16 @@ def main() -> None:
     parser.add_argument("--extensions", action="store_true",
                         help="compare a run with extensions (10%% of URLs with a video, 1%% news "
                              "articles of a news publisher) against one without")
+    parser.add_argument("--sections", action="store_true",
+                        help="compare a site's first run with sections (prefixes; globs and "
+                             "patterns) against one without")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(*args.child)
+        return
+    if args.sections:
+        compare_sections(args.urls, args.postgresql)
         return
     if args.extensions:
         compare_extensions(args.urls, args.postgresql)
@@ -365,6 +408,43 @@ def compare_extensions(sizes: list[int], server_url: str | None) -> None:
                   f"{ext['cpu']:>7.2f} {ext['cpu'] / plain['cpu']:>6.2f} "
                   f"{plain['peak_mb']:>8.1f} {ext['peak_mb']:>7.1f} {ext['files']:>5} "
                   f"{plain['bytes']:>11} {ext['bytes']:>11}", flush=True)
+    print(f"(python {sys.version.split()[0]}, sqlite {sqlite3.sqlite_version}, "
+          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f})")
+
+
+def compare_sections(sizes: list[int], server_url: str | None) -> None:
+    """The app's first run of the site without sections and with each of SECTIONS."""
+    from sqlalchemy import create_engine, update
+
+    from webapp.models import Site
+    from webapp.sitemaps.sections import parse_sections
+
+    print(f"{'database':<10} {'urls':>9} {'sections':<9} {'assign s':>8} {'assign cpu':>10} "
+          f"{'us/url':>6} {'run s':>6} {'run cpu':>7} {'cpu ratio':>9} {'files':>5}")
+    for kind in ["sqlite"] + (["postgresql"] if server_url else []):
+        for urls in sizes:
+            plain_cpu = None
+            for name in (None, *SECTIONS):
+                with tempfile.TemporaryDirectory(prefix="bench-generate-") as tmp:
+                    tmp_path = Path(tmp)
+                    schema = f"bench_sections_{os.getpid()}"
+                    db = site_database(kind, urls, tmp_path, server_url, schema)
+                    try:
+                        if name:
+                            engine = create_engine(db)
+                            with engine.begin() as con:
+                                con.execute(update(Site).where(Site.id == 1).values(
+                                    sections=parse_sections(SECTIONS[name])))
+                            engine.dispose()
+                        run = measure("sections", db, tmp_path / "app")
+                    finally:
+                        if kind == "postgresql":
+                            drop_schema(server_url, schema)
+                plain_cpu = plain_cpu or run["cpu"]
+                print(f"{kind:<10} {urls:>9} {name or '-':<9} {run['assign_seconds']:>8.2f} "
+                      f"{run['assign_cpu']:>10.2f} {run['assign_cpu'] / urls * 1e6:>6.1f} "
+                      f"{run['seconds']:>6.2f} {run['cpu']:>7.2f} "
+                      f"{run['cpu'] / plain_cpu:>9.2f} {run['files']:>5}", flush=True)
     print(f"(python {sys.version.split()[0]}, sqlite {sqlite3.sqlite_version}, "
           f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f})")
 

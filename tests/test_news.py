@@ -15,6 +15,7 @@ from webapp.errors import InvalidValue
 from webapp.models import Delivery, Site, Url, UrlNews
 from webapp.news import NewsData, check_news, check_news_language, normalize_publication_date
 from webapp.sitemaps import get_store, small_sites
+from webapp.sitemaps.news import articles
 from webapp.sites import update_site
 from webapp.urls.changes import next_change_seq
 from webapp.urls.news import write_news
@@ -179,6 +180,29 @@ def test_more_than_a_thousand_articles_are_split_into_files_of_a_thousand(app, s
     assert [f"{site.base_url}{name}" for name in names] == [
         loc for loc in index if "-news" in loc]
     assert {loc for name in names for loc in locs(parse(files[name]))} == set(articles)
+
+
+def test_the_articles_are_found_in_the_window_without_walking_the_sites_urls(session):
+    """SQLite reads a publisher's articles of the window from their date index and then their
+    URLs by key: the work does not grow with the site's other URLs (it walked every URL in id
+    order to find them, a million for 10,000 articles)."""
+    if session.bind.dialect.name != "sqlite":
+        pytest.skip("the plan of SQLite's query planner")
+    site = news_site(session)
+    add_articles(session, site, [NOW - timedelta(hours=n) for n in range(5)])
+
+    def steps() -> int:  # of SQLite's virtual machine, by hundreds
+        raw, count = session.connection().connection.dbapi_connection, []
+        raw.set_progress_handler(lambda: count.append(1), 100)
+        try:
+            assert len(list(articles(session.connection(), site, NOW))) == 5
+        finally:
+            raw.set_progress_handler(None, 100)
+        return len(count)
+
+    few = steps()
+    make_urls(session, site, 5_000)
+    assert steps() <= few + 5
 
 
 def test_robots_txt_lists_the_news_sitemap_while_it_is_published(app, session, client):

@@ -227,7 +227,7 @@ def test_sitemap_in_a_subdirectory_below_the_base_cannot_cover_the_site():
 
 
 def test_cross_host_sitemap_returns_a_robots_txt_warning():
-    warning = check_site_scope("http://www.host1.com/", "http://www.sitemaphost.com/s-host1.xml")
+    warning = str(check_site_scope("http://www.host1.com/", "http://www.sitemaphost.com/s-host1.xml"))
     assert "http://www.host1.com/robots.txt" in warning
     assert "'Sitemap: http://www.sitemaphost.com/s-host1.xml'" in warning
 

@@ -24,10 +24,11 @@ from webapp import jobs, publish_guide
 from webapp.errors import InvalidValue
 from webapp.models import Generation, Site, Url
 from webapp.sitemaps import get_store
+from webapp.sitemaps import sections as sections_module
 from webapp.sitemaps.sections import MAX_SECTIONS, definitions, section_of
 from webapp.sites import site_settings, update_site
 from webapp.tokens import create_token
-from webapp.urls import delete_url, save_url
+from webapp.urls import delete_url, rule_matches, save_url
 from webapp.users import create_user
 
 SHOP = "https://shop.example.com/"
@@ -124,6 +125,37 @@ def test_the_first_matching_section_takes_a_url():
     assert section_of(sections, SHOP + "other/item-1") == "c"
     assert section_of(sections, SHOP + "other/1?q=/shop/") == ""  # the path, not the query
     assert section_of(definitions("j /ブログ/"), SHOP + "%E3%83%96%E3%83%AD%E3%82%B0/1") == "j"
+
+
+def test_prefix_and_glob_sections_still_take_the_first_match():
+    """A glob is run only on paths that start with its lead (the text before its first
+    wildcard), a prefix compared as text: the first section matching still takes a URL, in
+    either form of its path."""
+    sections = definitions("items /shop/*/item-*\nshop /shop/\nany /*/item-*\n"
+                           "j /ブログ/*/x\nk /ブログ/")
+    assert section_of(sections, SHOP + "shop/a/item-1") == "items"  # the glob, listed first
+    assert section_of(sections, SHOP + "shop/a/other") == "shop"  # its lead, not the glob
+    assert section_of(sections, SHOP + "other/item-1") == "any"  # a glob without a lead
+    assert section_of(sections, SHOP + "sho") == ""
+    blog = "%E3%83%96%E3%83%AD%E3%82%B0"  # ブログ, matched decoded
+    assert section_of(sections, f"{SHOP}{blog}/1/x") == "j"
+    assert section_of(sections, f"{SHOP}{blog}/1/y") == "k"
+    assert section_of(definitions("a /x/\nb /x/*"), SHOP + "x/1") == "a"  # the prefix first
+    assert section_of(definitions("b /x/*\na /x/"), SHOP + "x/1") == "b"
+
+
+def test_a_glob_is_run_by_re2_only_on_paths_that_start_with_its_lead(monkeypatch):
+    runs = []
+
+    def counted(rule, path, decoded):
+        runs.append(path)
+        return rule_matches(rule, path, decoded)
+
+    monkeypatch.setattr(sections_module, "rule_matches", counted)
+    sections = definitions("items /shop/*/item-*")
+    names = [section_of(sections, f"{SHOP}blog/{n}") for n in range(100)]
+    assert names == [""] * 100 and runs == []
+    assert section_of(sections, SHOP + "shop/a/item-1") == "items" and runs == ["/shop/a/item-1"]
 
 
 def test_the_settings_form_saves_sections_and_refuses_a_bad_line(app, session, shop):
@@ -410,6 +442,18 @@ def test_a_section_whose_files_another_site_publishes_is_refused_naming_its_line
         "(https://shop.example.com/sitemap-news-2.xml) in the same folder, such as "
         "sitemap-news-2-1.xml; choose another section name")
     update_site(session, shop, {"sections": f"{SECTIONS}\\npress /press/"})
+
+
+@settings(database=None, deadline=None, phases=[Phase.generate], max_examples=300)
+@given(st.lists(st.one_of(_GOOD_PATTERNS, st.sampled_from(["/shop/[xy]/*", "/c/item-?"])),
+                max_size=5, unique=True), st.lists(PATHS, max_size=10))
+def test_each_url_takes_the_first_section_whose_pattern_matches(patterns, paths):
+    """section_of against Python's own matching, for any order of prefixes, globs and re:
+    rules (the generation's property test below meets fewer definitions, more slowly)."""
+    lines = [(f"s{n}", pattern) for n, pattern in enumerate(patterns)]
+    sections = definitions("\n".join(f"{name} {pattern}" for name, pattern in lines))
+    for path in paths:
+        assert section_of(sections, SHOP + path) == expected_section(lines, "/" + path), path
 
 
 def test_the_nginx_location_passes_each_sections_files(session, shop):

@@ -20,7 +20,7 @@ from webapp.sitemaps import get_store
 from webapp.sitemaps.build import Limits, UrlsetWriter, url_fragment, urlset_open
 from webapp.sitemaps.videos import video_fragment
 from webapp.sites import update_site
-from webapp.urls import save_url
+from webapp.urls import delete_url, save_url
 from webapp.urls.video_store import videos_of, write_videos
 from webapp.urls.videos import Video, normalize_video
 
@@ -135,6 +135,55 @@ def test_a_changed_video_rewrites_only_its_file_and_the_same_one_rewrites_nothin
     assert titles == ["Renamed", "Grilling steaks & <more>"]
     assert parse(files["sitemap-1.xml"]).xpath("//video:title/text()", namespaces=NS) == \
         ["Second"]
+
+
+def test_extensions_of_urls_between_the_sites_ids_stay_with_their_own_url(app, session):
+    """A site's image, alternate and video rows are read by url id range: those of another
+    site's URLs whose ids lie between the site's, and of deleted URLs, are left out."""
+    shop = make_site(session, max_urls_per_file=2)
+    blog = make_site(session, name="Blog", base_url="https://blog.example.com/",
+                     max_urls_per_file=2)
+    for n in range(6):
+        for site in (shop, blog):  # ids interleave: shop, blog, shop, blog, ...
+            loc = f"{site.base_url}p{n}"
+            save_url(session, site, loc, images=[f"https://cdn.example.net/{site.name}{n}.jpg"],
+                     alternates=[f"de={site.base_url}de/p{n}", f"en={loc}"])
+            session.commit()
+            with_videos(session, loc, {**MINIMAL, "title": f"{site.name} {n}"},
+                        {**MINIMAL, "title": f"{site.name} {n} again"})
+    delete_url(session, shop, f"{SHOP}p2")
+    delete_url(session, blog, "https://blog.example.com/p0")
+    session.commit()
+
+    def extensions(site) -> list[tuple]:
+        found = []
+        for name, path in published(app, site).items():
+            for url in parse(path).xpath("sm:url", namespaces=NS) if name.endswith(".xml") \
+                    else ():  # the index has none
+                found.append((url.findtext(f"{{{NS['sm']}}}loc"),
+                              url.xpath("image:image/image:loc/text()", namespaces=NS),
+                              url.xpath("xhtml:link/@hreflang", namespaces=NS),
+                              url.xpath("video:video/video:title/text()", namespaces=NS)))
+        return sorted(found)
+
+    def expected(site, numbers) -> list[tuple]:
+        return [(f"{site.base_url}p{n}", [f"https://cdn.example.net/{site.name}{n}.jpg"],
+                 ["de", "en"], [f"{site.name} {n}", f"{site.name} {n} again"])
+                for n in numbers]
+
+    for site in (shop, blog):
+        jobs.regenerate(site.id, app)
+    assert extensions(shop) == expected(shop, [0, 1, 3, 4, 5])
+    assert extensions(blog) == expected(blog, [1, 2, 3, 4, 5])
+
+    # An incremental run reads the changed file's id range alone.
+    with_videos(session, "https://blog.example.com/p4", {**MINIMAL, "title": "Blog 4"})
+    with_videos(session, f"{SHOP}p4", {**MINIMAL, "title": "Shop 4"},
+                {**MINIMAL, "title": "Shop 4 again"}, {**MINIMAL, "title": "Shop 4 third"})
+    assert jobs.regenerate(shop.id, app).status == "succeeded"
+    changed = expected(shop, [0, 1, 3, 4, 5])
+    changed[3][3].append("Shop 4 third")
+    assert extensions(shop) == changed
 
 
 def test_files_with_videos_stay_within_the_byte_and_url_limits(tmp_path):

@@ -43,17 +43,17 @@ NO_QUERY_RULE = rule_text("must not have a query (?...) or fragment (#...)")
 # --- XML escaping (§1.3) ----------------------------------------------------------------------
 
 _ESCAPES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ('"', "&quot;"), ("'", "&apos;"))
-_NEEDS_ESCAPE = re.compile(r"[&<>\"']")
 # Characters XML 1.0 cannot carry at all, escaped or not.
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 def escape(text: str) -> str:
     """Entity-escape the five characters the protocol lists."""
-    if _NEEDS_ESCAPE.search(text) is None:
-        return text
-    for char, entity in _ESCAPES:
-        text = text.replace(char, entity)
+    # Five substring tests cost a third of one regular expression search, and most text
+    # (every loc, most titles) has none of them: a million-URL site escapes millions of values.
+    if "&" in text or "<" in text or ">" in text or '"' in text or "'" in text:
+        for char, entity in _ESCAPES:
+            text = text.replace(char, entity)
     return text
 
 

@@ -59,14 +59,16 @@ def articles(connection: Connection, site: Site, now: datetime,
     # Stored dates share one format, so text order is time order: the day the window starts
     # picks the candidates, the exact moment is checked here.
     first_day = window_start(now).date().isoformat()
-    # From the articles (few) to their URLs by key: `site_id + 0` keeps SQLite from walking
-    # every URL of the site first (as rows.uses explains).
+    # From the articles of the window (few, in their date index) to their URLs by key:
+    # `site_id + 0` keeps SQLite from walking every URL of the site first (as rows.uses
+    # explains), and so does ordering by `id + 0`, a sort of the few found (by the key itself,
+    # SQLite walked the URLs in key order to save that sort: a million for 10,000 articles).
     rows = connection.execute(
         select(Url.id, Url.loc, UrlNews.publication_date, UrlNews.title)
         .select_from(UrlNews).join(Url, Url.id == UrlNews.url_id)
         .outerjoin(UrlCheck, UrlCheck.url_id == Url.id)
         .where(Url.site_id + 0 == site.id, Url.deleted_at.is_(None), publishing.kept(site),
-               UrlNews.publication_date >= first_day).order_by(Url.id),
+               UrlNews.publication_date >= first_day).order_by(Url.id + 0),
         execution_options=STREAM_OPTIONS)
     try:
         for url_id, loc, publication_date, title in rows:

@@ -8,16 +8,20 @@ read as streams of their own in the same order and merged in.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable, Iterator
 
-from sqlalchemy import Connection, exists, func, select
+from sqlalchemy import Connection, Select, exists, func, select
 from sqlalchemy.orm import Session
 
-from webapp.models import Site, Url, UrlAlternate, UrlCheck, UrlImage
+from webapp.models import Site, Url, UrlAlternate, UrlCheck, UrlImage, UrlVideo
 from webapp.sitemaps.build import alternate_fragment, image_fragment, url_fragment
-from webapp.sitemaps.videos import site_video_rows, video_fragment
+from webapp.sitemaps.videos import (
+    VIDEO_ORDER,
+    VIDEO_READ_COLUMNS,
+    row_fragment,
+    site_video_rows,
+)
 from webapp.verify import publishing
 
 STREAM_OPTIONS = {"stream_results": True, "yield_per": 10_000}
@@ -37,38 +41,64 @@ def live_urls(site_id: int, after_id: int | None = None, upto_id: int | None = N
     return tuple(conditions)
 
 
-def _grouped(rows, render) -> Iterator[tuple[int, str]]:
-    """(url id, concatenated fragments) from rows ordered by url id."""
-    for url_id, group in itertools.groupby(rows, key=lambda row: row[0]):
-        yield url_id, "".join(render(*row[1:]) for row in group)
+def _id_bounds(connection: Connection, site_id: int, after_id: int | None,
+               upto_id: int | None) -> tuple[int, int]:
+    """(after, upto): the url ids (after, upto] hold every URL of the site with an id in
+    (after_id, upto_id]; the site's lowest and highest ids (two index look-ups) stand in for
+    a bound not given."""
+    if after_id is not None and upto_id is not None:
+        return after_id, upto_id
+    ids = select(Url.id).where(Url.site_id == site_id)
+    lowest, highest = connection.execute(select(
+        ids.with_only_columns(func.min(Url.id)).scalar_subquery(),
+        ids.with_only_columns(func.max(Url.id)).scalar_subquery())).one()
+    if lowest is None:
+        return 0, 0
+    return (lowest - 1 if after_id is None else after_id,
+            highest if upto_id is None else upto_id)
 
 
 def _extension_streams(connection: Connection, site_id: int, images: bool, alternates: bool,
                        id_range: tuple[int | None, int | None, str | None], results: list,
-                       videos: bool = False):
-    """Fragments of each extension in use, by url id; `results` collects the open results."""
+                       videos: bool = False) -> list[tuple[Iterator, Callable[..., str]]]:
+    """(rows, render) of each extension in use: rows of (url id, render's arguments...) in url
+    id order, each URL's in the order it writes them; `results` collects the open results.
+
+    Without a section the rows are chosen by url id alone, in the range of the site's URLs:
+    joining each with its URL (to leave out those of other sites, and deleted ones) cost a
+    third of reading them, and _merge passes over the rows of URLs it is not writing anyway.
+    A section's rows are joined with their URLs: its ids are spread among the other
+    sections'."""
+    after_id, upto_id, section = id_range
+    if section is None:
+        low, high = _id_bounds(connection, site_id, after_id, upto_id)
+
+    def rows_of(model, columns, order_by, joined: Select):
+        statement = joined if section is not None else (
+            select(model.url_id, *columns).where(model.url_id > low, model.url_id <= high)
+            .order_by(model.url_id, *order_by))
+        rows = connection.execute(statement, execution_options=STREAM_OPTIONS)
+        results.append(rows)
+        return rows
+
     streams = []
     if images:
-        rows = connection.execute(
-            select(UrlImage.url_id, UrlImage.loc, UrlImage.title, UrlImage.caption)
-            .join(Url, Url.id == UrlImage.url_id).where(*live_urls(site_id, *id_range))
-            .order_by(UrlImage.url_id, UrlImage.position, UrlImage.id),
-            execution_options=STREAM_OPTIONS)
-        results.append(rows)
-        streams.append(_grouped(rows, image_fragment))
+        columns, order_by = (UrlImage.loc, UrlImage.title, UrlImage.caption), \
+            (UrlImage.position, UrlImage.id)
+        streams.append((rows_of(UrlImage, columns, order_by, select(UrlImage.url_id, *columns)
+                                .join(Url, Url.id == UrlImage.url_id)
+                                .where(*live_urls(site_id, *id_range))
+                                .order_by(UrlImage.url_id, *order_by)), image_fragment))
     if alternates:
-        rows = connection.execute(
-            select(UrlAlternate.url_id, UrlAlternate.hreflang, UrlAlternate.href)
-            .join(Url, Url.id == UrlAlternate.url_id).where(*live_urls(site_id, *id_range))
-            .order_by(UrlAlternate.url_id, UrlAlternate.hreflang),
-            execution_options=STREAM_OPTIONS)
-        results.append(rows)
-        streams.append(_grouped(rows, alternate_fragment))
+        columns, order_by = (UrlAlternate.hreflang, UrlAlternate.href), (UrlAlternate.hreflang,)
+        streams.append((rows_of(UrlAlternate, columns, order_by,
+                                select(UrlAlternate.url_id, *columns)
+                                .join(Url, Url.id == UrlAlternate.url_id)
+                                .where(*live_urls(site_id, *id_range))
+                                .order_by(UrlAlternate.url_id, *order_by)), alternate_fragment))
     if videos:
-        rows = connection.execute(site_video_rows(site_id, *id_range),
-                                  execution_options=STREAM_OPTIONS)
-        results.append(rows)
-        streams.append(_grouped(rows, video_fragment))
+        streams.append((rows_of(UrlVideo, VIDEO_READ_COLUMNS, VIDEO_ORDER,
+                                site_video_rows(site_id, *id_range)), row_fragment))
     return streams
 
 
@@ -92,43 +122,48 @@ def url_entries(connection: Connection, site: Site, images: bool = False,
     # Closed however the reading ends: a streamed result is a server-side cursor on
     # PostgreSQL, which must not be left to the garbage collector when a run fails midway.
     try:
-        extensions = _Merged(_extension_streams(connection, site.id, images, alternates,
-                                                (after_id, upto_id, section), results, videos))
+        extensions_of, next_id = _merge(_extension_streams(
+            connection, site.id, images, alternates, (after_id, upto_id, section), results,
+            videos))
         for url_id, loc, lastmod, changefreq, priority, content_changed_at in rows:
+            # Most URLs have no extension: a comparison, not a call, says so.
+            if url_id < next_id:
+                extensions = ""
+            else:
+                extensions, next_id = extensions_of(url_id)
             yield url_id, url_fragment(loc, lastmod_of(lastmod, content_changed_at),
                                        changefreq or default_changefreq,
                                        default_priority if priority is None else priority,
-                                       extensions.of(url_id) if url_id >= extensions.next_id
-                                       else "")
+                                       extensions)
     finally:
         for result in results:
             result.close()
 
 
-class _Merged:
-    """For ascending url ids, the extension fragments the streams (ordered by url id) hold.
+def _merge(streams: list[tuple[Iterator, Callable[..., str]]],
+           ) -> tuple[Callable[[int], tuple[str, float]], float]:
+    """(extensions_of, the first url id the streams hold rows for): for ascending url ids from
+    that one on, extensions_of(url_id) gives the URL's fragments (the streams' in their order,
+    each stream's rows in its own) and the next url id any stream holds rows for (infinity when
+    they are done). The rows of ids never asked for (URLs not written) are passed unwritten."""
+    pending = [next(rows, None) for rows, _render in streams]
 
-    `next_id` is the lowest url id any stream has a fragment for: below it a URL has none,
-    and is not asked about (most URLs of a site with videos have none)."""
+    def next_id() -> float:
+        return min((row[0] for row in pending if row is not None), default=math.inf)
 
-    def __init__(self, streams: list[Iterator[tuple[int, str]]]):
-        self.streams = streams
-        self.pending = [next(stream, None) for stream in streams]
-        self.next_id = self._lowest()
+    def extensions_of(url_id: int) -> tuple[str, float]:
+        found = ""
+        for i, (rows, render) in enumerate(streams):
+            row = pending[i]
+            while row is not None and row[0] < url_id:
+                row = next(rows, None)
+            while row is not None and row[0] == url_id:
+                found += render(*row[1:])
+                row = next(rows, None)
+            pending[i] = row
+        return found, next_id()
 
-    def _lowest(self) -> float:
-        return min((entry[0] for entry in self.pending if entry is not None), default=math.inf)
-
-    def of(self, url_id: int) -> str:
-        found, pending = "", self.pending
-        for i, stream in enumerate(self.streams):
-            while pending[i] is not None and pending[i][0] < url_id:
-                pending[i] = next(stream, None)
-            if pending[i] is not None and pending[i][0] == url_id:
-                found += pending[i][1]
-                pending[i] = next(stream, None)
-        self.next_id = self._lowest()
-        return found
+    return extensions_of, next_id()
 
 
 def uses(session: Session, site_id: int, model) -> bool:

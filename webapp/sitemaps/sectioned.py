@@ -53,23 +53,26 @@ def assign(session: Session, site: Site, upto_seq: int | None = None) -> bool:
         conditions = [Url.site_id == site.id, Url.section.is_(None)]
         if upto_seq is not None:
             conditions.append(Url.change_seq <= upto_seq)
-    after = 0
+    encoding, after = site.encoding or "utf-8", 0
     while True:  # in batches by id: memory stays bounded, and no cursor is read while updating
-        rows = session.execute(select(Url.id, Url.loc, Url.section).where(
+        # Rows as tuples, without the ORM's work on each.
+        rows = session.connection().execute(select(Url.id, Url.loc, Url.section).where(
             *conditions, Url.id > after).order_by(Url.id).limit(ASSIGN_BATCH)).all()
         if not rows:
             break
         after = rows[-1][0]
         moved: dict[str, list[int]] = {}
         for url_id, loc, before in rows:
-            name = section_of(sections, loc, site.encoding or "utf-8")
+            name = section_of(sections, loc, encoding)
             if name != before:
                 moved.setdefault(name, []).append(url_id)
+        # A statement per section and 500 URLs (IN lists; arrays on PostgreSQL): on SQLite
+        # a third faster than one executemany of (id, section) rows.
         for name, ids in moved.items():
             for start in range(0, len(ids), 500):
-                session.execute(update(Url).where(
+                session.connection().execute(update(Url).where(
                     many_rows.among(session, Url.id, ids[start:start + 500]))
-                    .values(section=name).execution_options(synchronize_session=False))
+                    .values(section=name))
             wrote = True
     if everything:
         site.sections_assigned = site.sections

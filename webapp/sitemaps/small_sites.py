@@ -61,7 +61,7 @@ from webapp.sitemaps.generate import (
     stylesheet_entry,
 )
 from webapp.sitemaps.publish import Entry, NewSet, SitemapStore, same_stylesheet
-from webapp.sitemaps.videos import video_fragment, video_rows
+from webapp.sitemaps.videos import row_fragment, video_rows
 from webapp.verify import publishing
 
 # A site of at most this many live URLs is generated in a batch (when they fit in one file).
@@ -200,7 +200,7 @@ def _url_fragments(session: Session, sites: Sequence[Site]) -> dict[int, SiteUrl
         alternate_sites.add(site_id)
     # Videos follow a URL's alternates, as rows.url_entries writes them: kept with them.
     for site_id, url_id, *video in connection.execute(video_rows(*live)).all():
-        alternates[url_id] = alternates.get(url_id, "") + video_fragment(*video)
+        alternates[url_id] = alternates.get(url_id, "") + row_fragment(*video)
         video_sites.add(site_id)
     extended = bool(images or alternates)
     # Taken row by row, not all at once: a batch's thousands of rows, all alive together,

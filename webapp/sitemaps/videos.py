@@ -11,16 +11,30 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from sqlalchemy import Select, Text, cast, select
+from sqlalchemy import Boolean, Integer, Select, Text, cast, select, type_coerce
 
 from webapp.models import Url, UrlVideo
 from webapp.protocol import escape
 from webapp.urls import VIDEO_FIELDS, format_rating
 
-# The tags as the JSON text the database holds: most videos have none ("[]"), and decoding
-# each row's list (what the JSON type does) cost a tenth of a run with videos.
-VIDEO_COLUMNS = tuple(cast(UrlVideo.tags, Text) if name == "tags" else getattr(UrlVideo, name)
-                      for name in VIDEO_FIELDS)
+VIDEO_COLUMNS = tuple(getattr(UrlVideo, name) for name in VIDEO_FIELDS)
+
+
+def _as_read(column):
+    """A column as video_rows reads it: without SQLAlchemy's work on each value, which for a
+    large site's videos costs as much as writing them. Booleans come as stored (1 and 0 on
+    SQLite, which _YES_NO reads as True and False) and the tags as their JSON text, decoded
+    only for a video that has any (row_fragment)."""
+    if column.key == "tags":
+        return cast(column, Text)
+    if isinstance(column.type, Boolean):
+        return type_coerce(column, Integer)
+    return column
+
+
+VIDEO_READ_COLUMNS = tuple(_as_read(column) for column in VIDEO_COLUMNS)
+# A URL's videos in the order it lists them.
+VIDEO_ORDER = (UrlVideo.position, UrlVideo.id)
 _YES_NO = {True: "yes", False: "no"}
 
 
@@ -31,9 +45,8 @@ def video_fragment(thumbnail_loc: str, title: str, description: str, content_loc
                    restriction_countries: str | None, platform_relationship: str | None,
                    platforms: str | None, requires_subscription: bool | None,
                    uploader: str | None, uploader_info: str | None, live: bool | None,
-                   tags: Iterable[str] | str | None) -> str:
-    """One `video:video` element, its arguments in VIDEO_FIELDS' order (a row's columns);
-    `tags` a list, or its JSON text as video_rows reads it."""
+                   tags: Iterable[str] | None) -> str:
+    """One `video:video` element, its arguments in VIDEO_FIELDS' order (a row's columns)."""
     # One f-string per element, no helper calls: a tenth of a large site's URLs may carry one.
     parts = [(f"<video:video><video:thumbnail_loc>{escape(thumbnail_loc)}</video:thumbnail_loc>"
               f"<video:title>{escape(title)}</video:title>"
@@ -52,8 +65,6 @@ def video_fragment(thumbnail_loc: str, title: str, description: str, content_loc
         parts.append(f"<video:view_count>{view_count}</video:view_count>")
     if publication_date:
         parts.append(f"<video:publication_date>{publication_date}</video:publication_date>")
-    if isinstance(tags, str):
-        tags = json.loads(tags) if tags != "[]" else None
     if tags:
         parts.extend(f"<video:tag>{escape(tag)}</video:tag>" for tag in tags)
     if family_friendly is not None:
@@ -76,12 +87,19 @@ def video_fragment(thumbnail_loc: str, title: str, description: str, content_loc
     return "".join(parts)
 
 
+def row_fragment(*row) -> str:
+    """video_fragment of a row of video_rows' columns (after its url id and site id): the tags
+    are their JSON text there."""
+    tags = row[-1]
+    return video_fragment(*row[:-1], None if tags is None or tags == "[]" else json.loads(tags))
+
+
 def video_rows(*conditions, with_site: bool = True) -> Select:
     """([site id,] url id, the video's columns...) of the URLs the conditions choose, in the
-    URLs' id order and each URL's video order."""
-    return (select(*([Url.site_id] if with_site else []), UrlVideo.url_id, *VIDEO_COLUMNS)
+    URLs' id order and each URL's video order; row_fragment writes the columns."""
+    return (select(*([Url.site_id] if with_site else []), UrlVideo.url_id, *VIDEO_READ_COLUMNS)
             .join(Url, Url.id == UrlVideo.url_id).where(*conditions)
-            .order_by(UrlVideo.url_id, UrlVideo.position, UrlVideo.id))
+            .order_by(UrlVideo.url_id, *VIDEO_ORDER))
 
 
 def site_video_rows(site_id: int, after_id: int | None = None,

@@ -194,8 +194,7 @@ def first_match(rules: tuple[str, ...], url: str, encoding: str = "utf-8") -> st
     if not rules:
         return None
     path, decoded = path_forms(url, encoding)
-    if not (_any_rule(rules).search(path)
-            or (decoded != path and _any_rule(rules).search(decoded))):
+    if not _searches(_any_rule(rules), path, decoded):
         return None
     return next((rule for rule in rules if rule_matches(rule, path, decoded)), None)
 
@@ -208,8 +207,14 @@ def path_forms(url: str, encoding: str = "utf-8") -> tuple[str, str]:
 
 def rule_matches(rule: str, path: str, decoded: str) -> bool:
     """Whether one rule matches a path in either of its forms (`path_forms`)."""
-    matcher = compile_rule(rule)
-    return bool(matcher.search(path) or (decoded != path and matcher.search(decoded)))
+    return _searches(compile_rule(rule), path, decoded)
+
+
+def _searches(matcher, path: str, decoded: str) -> bool:
+    # Searched as UTF-8 bytes, which RE2 matches anyway: given a str, the wrapper also maps
+    # the match's byte offsets back to characters, which took half of each search's time.
+    return bool(matcher.search(path.encode())
+                or (decoded != path and matcher.search(decoded.encode())))
 
 
 @dataclass(frozen=True)
