@@ -85,3 +85,35 @@ def test_workers_taking_chunks_check_every_url_once_within_the_bound(app, sessio
     assert sorted(checks(session, site)) == sorted(pages)
     asked = [entry for entry in web.log if entry["path"] == "/site/changing"]
     assert len(asked) == 70 and 1 <= web.most_in_flight <= 3
+
+
+def test_a_check_that_finds_what_the_last_one_did_rewrites_only_its_run(app, session,
+                                                                      web):  # noqa: F811
+    """A page answered 304 (or the same again) is one id in a bulk update of the run and the
+    time: the rows written again are exactly the checks that found something new."""
+    from sqlalchemy import event
+
+    site = make_verified_site(session, web)
+    first_run = verify_site(app, site.id).run_id
+    first = checks(session, site)
+    web.version = 2  # /site/changing, /site/etag and the PDF change; nothing else does
+    written = []
+
+    def count(conn, cursor, statement, parameters, context, executemany):
+        if statement.lstrip().upper().startswith("INSERT INTO URL_CHECKS"):
+            written.append(len(parameters) if executemany else 1)
+
+    event.listen(app.extensions["db_engine"], "before_cursor_execute", count)
+    try:
+        second_run = verify_site(app, site.id).run_id
+    finally:
+        event.remove(app.extensions["db_engine"], "before_cursor_execute", count)
+    second = checks(session, site)
+    kept = ("run_id", "checked_at")
+    moved = {path for path, check in second.items()
+             if any(getattr(check, name) != getattr(first[path], name)
+                    for name in vars(check) if name not in kept)}
+    assert {"changing", "etag", "file.pdf"} <= moved and len(moved) < len(second) - 5
+    assert sum(written) == len(moved)
+    assert {check.run_id for check in second.values()} == {second_run} != {first_run}
+    assert all(second[path].checked_at > first[path].checked_at for path in second)

@@ -136,7 +136,7 @@ def _write(session: Session, site: Site, run: VerifyRun, results: list, now: dat
     """Store a batch of findings; URLs whose published entry they change get a change number."""
     outs = left_out(site.leave_out)
     dated = site.lastmod_source != "given"
-    rows, changed = [], []
+    rows, changed, unchanged = [], [], []
     for row, seen in results:
         before, changed_at = _before(row), row.content_changed_at
         fingerprint = seen.fingerprint or (before.fingerprint if before else None)
@@ -154,13 +154,23 @@ def _write(session: Session, site: Site, run: VerifyRun, results: list, now: dat
         if seen.outcome == "blocked" and before is not None:  # not fetched: keep what was seen
             values.update({name: getattr(before, name) for name in _SEEN_FIELDS
                            if name not in ("outcome", "error")})
-        rows.append(values)
-    _upsert(session, rows)
+        if before is not None and row.given_lastmod == row.lastmod \
+                and changed_at == row.content_changed_at \
+                and all(values[name] == getattr(before, name) for name in _SEEN_FIELDS):
+            unchanged.append(row.id)  # found as it was (a 304, mostly): only the run is new
+        else:
+            rows.append(values)
+    if rows:
+        _upsert(session, rows)
+    if unchanged:
+        session.execute(update(UrlCheck).where(UrlCheck.url_id.in_(unchanged))
+                        .values(run_id=run.id, checked_at=now)
+                        .execution_options(synchronize_session=False))
     if changed:
         seq = next_change_seq(session, site.id)
         session.execute(update(Url).where(Url.id.in_(changed)).values(change_seq=seq)
                         .execution_options(synchronize_session=False))
-    run.done += len(rows)
+    run.done += len(results)
     run.heartbeat_at = utcnow()
     session.commit()
 
