@@ -134,6 +134,8 @@ def check(crawler: Crawler, scope: Scope, loc: str, before: Seen | None) -> Seen
         return Seen("broken", status=answer.status, final_url=url,
                     error=f"more than {MAX_REDIRECTS} redirects")
     if answer.status == 304 and before is not None:
+        if before.final_url == url and before.error is None:
+            return before  # as it was
         return replace(before, status=before.status, final_url=url, error=None)
     return _read(loc, url, answer, method, scope)
 

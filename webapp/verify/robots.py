@@ -29,9 +29,13 @@ class Robots:
                  unreachable: str | None = None):
         self.parser, self.agent, self.note = parser, agent, note
         self.unreachable = unreachable
+        # No rules at all (no robots.txt, most often): can_fetch allows every URL, and need
+        # not read each one to say so.
+        self._no_rules = not parser.entries and parser.default_entry is None \
+            and not parser.disallow_all and parser.mtime() > 0
 
     def allowed(self, url: str) -> bool:
-        return self.parser.can_fetch(self.agent, url)
+        return self._no_rules or self.parser.can_fetch(self.agent, url)
 
 
 def _rules(lines: list[str]) -> RobotFileParser:
