@@ -1,10 +1,11 @@
-"""The Crawler (webapp.outbound): verification's kept-alive connections keep every rule of
-outbound requests (allowed destinations, the connected address the checked one, redirects
-never followed, the total deadline, answers capped) and read what real servers send (chunks,
-gzip and deflate, HEAD, a connection the host closed while it was idle)."""
+"""The Crawler (webapp.outbound): verification's kept-alive connections, on an asyncio
+loop, keep every rule of outbound requests (allowed destinations, the connected address the
+checked one, redirects never followed, the total deadline, answers capped) and read what real
+servers send (chunks, gzip and deflate, HEAD, a connection the host closed while idle)."""
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import ipaddress
 import re
@@ -97,8 +98,25 @@ class Peer:
                     return
 
 
-def crawler(timeout: float = 5, allow=LOCAL, **options) -> Crawler:
-    return Crawler(Policy(timeout, allow), "test-agent", **options)
+class Client:
+    """A Crawler on an event loop of its own, asked one request at a time."""
+
+    def __init__(self, crawler: Crawler):
+        self.crawler, self.loop = crawler, asyncio.new_event_loop()
+
+    def request(self, method: str, url: str, headers=None):
+        return self.loop.run_until_complete(self.crawler.request(method, url, headers))
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.loop.run_until_complete(self.crawler.__aexit__())
+        self.loop.close()
+
+
+def crawler(timeout: float = 5, allow=LOCAL, **options) -> Client:
+    return Client(Crawler(Policy(timeout, allow), "test-agent", **options))
 
 
 # Allowed destinations
@@ -291,6 +309,24 @@ def test_bodies_are_decoded_capped_and_framed_as_sent():
     assert connections == [1, 1, 1, 1, 1] + [2] * 8
 
 
+def chunked(*pieces: bytes) -> bytes:
+    return answer(200, b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + b"0\r\n\r\n",
+                  "Transfer-Encoding: chunked", length=False)
+
+
+def test_a_chunked_body_stops_at_the_cap_and_its_connection_with_it():
+    replies = {"/over": chunked(b"a" * 994, b"b" * 5, b"c" * 10),  # the cap inside a chunk
+               "/at": chunked(b"a" * 999, b"b" * 5),
+               "/under": chunked(b"a" * 994, b"b" * 5),  # 999 bytes: read whole
+               "/after": chunked(b"ok")}
+    with Peer(lambda path, *_: replies[path]) as peer, crawler(max_bytes=1000) as client:
+        bodies = [client.request("GET", f"{peer.url}{path}").body
+                  for path in ("/under", "/after", "/over", "/at", "/after")]
+    assert bodies == [b"a" * 994 + b"b" * 5, b"ok", b"a" * 994 + b"b" * 5 + b"c",
+                      b"a" * 999 + b"b", b"ok"]
+    assert [connection for connection, _, _ in peer.log] == [1, 1, 1, 2, 3]
+
+
 # Reading URLs
 
 
@@ -318,3 +354,26 @@ def test_urls_with_white_space_a_user_or_a_bad_port_are_refused():
     for url in ("http://h", "https://H.example:8443/p?q=1#f", "http://[::1]:8080/x",
                 "http://h/caf\u00e9"):
         assert is_http_url(url), url
+
+
+def test_a_header_value_that_would_end_its_line_is_not_sent():
+    """A validator the site sent comes back in If-None-Match: one with a line break in it
+    would add a header of the site's choosing."""
+    with Peer(lambda *_: answer()) as peer, crawler() as client:
+        with pytest.raises(OutboundError):
+            client.request("GET", f"{peer.url}/a", {"If-None-Match": '"v"\r\nX-Evil: 1'})
+        assert peer.log == []
+
+
+def test_bytes_nobody_asked_for_are_not_read_as_the_next_answer():
+    """A server that sends a body with its answer to HEAD: the connection is not used again,
+    so the next request does not read those bytes as its answer."""
+    def reply(path, connection, nth):
+        if path == "/file":
+            return answer(200, b"", "Content-Length: 5", length=False) + b"extra"
+        return answer(body=b"page")
+
+    with Peer(reply) as peer, crawler() as client:
+        assert client.request("HEAD", f"{peer.url}/file").status == 200
+        assert client.request("GET", f"{peer.url}/page").body == b"page"
+    assert [connection for connection, _, _ in peer.log] == [1, 2]

@@ -14,14 +14,12 @@ whether a retry can help.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import email.utils
-import heapq
 import http.client
 import ipaddress
-import itertools
 import re
-import select
 import socket
 import ssl
 import threading
@@ -31,6 +29,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Self
 from urllib.parse import quote, urlsplit
 
 import google.auth.exceptions
@@ -150,20 +149,18 @@ _current: contextvars.ContextVar[_Request] = contextvars.ContextVar("outbound_re
 
 class _Request:
     """One request in flight: its policy, the sockets it opened, and the watch on its deadline
-    that shuts them when the time is up (a blocked read then returns at once). The watch is a
-    timer thread of its own, or a `_Watchdog` shared by many requests."""
+    that shuts them when the time is up (a blocked read then returns at once): a timer
+    thread."""
 
-    def __init__(self, policy: Policy, seconds: float, watchdog: _Watchdog | None = None):
+    def __init__(self, policy: Policy, seconds: float):
         self.policy, self.ends = policy, time.monotonic() + seconds
         self.refused: str | None = None
         self.refused_said: Line | None = None
         self.expired = self.finished = False
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
-        self._watchdog = watchdog
-        self._timer = None if watchdog else threading.Timer(seconds, self._expire)
-        if self._timer:
-            self._timer.daemon = True
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
 
     def remaining(self) -> float:
         return max(0.0, self.ends - time.monotonic())
@@ -184,57 +181,14 @@ class _Request:
 
     def __enter__(self) -> _Request:
         self._token = _current.set(self)
-        if self._timer:
-            self._timer.start()
-        else:
-            self._watchdog.watch(self)
+        self._timer.start()
         return self
 
     def __exit__(self, *exc) -> None:
         with self._lock:
             self.finished = True
-        if self._timer:
-            self._timer.cancel()
+        self._timer.cancel()
         _current.reset(self._token)
-
-
-class _Watchdog:
-    """One thread that shuts the sockets of requests past their deadline: for a crawler, whose
-    hundreds of requests a second would otherwise start as many timer threads."""
-
-    GRAIN = 0.05  # seconds
-
-    def __init__(self):
-        self._heap: list[tuple[float, int, _Request]] = []
-        self._order = itertools.count()
-        self._wake = threading.Condition()
-        self._thread: threading.Thread | None = None
-        self._stopped = False
-
-    def watch(self, request: _Request) -> None:
-        with self._wake:
-            heapq.heappush(self._heap, (request.ends, next(self._order), request))
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, daemon=True,
-                                                name="outbound-watchdog")
-                self._thread.start()
-            elif len(self._heap) == 1:
-                self._wake.notify()
-
-    def _run(self) -> None:
-        with self._wake:
-            while not self._stopped:
-                now = time.monotonic()
-                while self._heap and self._heap[0][0] <= now:
-                    heapq.heappop(self._heap)[2]._expire()  # a finished one ignores it
-                # At most a wake-up per GRAIN: at hundreds of requests a second, one per
-                # request would cost the crawl more than a deadline kept GRAIN late.
-                self._wake.wait(max(self._heap[0][0] - now, self.GRAIN) if self._heap else None)
-
-    def stop(self) -> None:
-        with self._wake:
-            self._stopped = True
-            self._wake.notify()
 
 
 def _shut(sock: socket.socket) -> None:
@@ -248,17 +202,26 @@ def _checked_address(host: str, port: int, request: _Request) -> tuple:
     """The address to connect to: every address the name has must be allowed (else one that
     is not could be chosen), and the one connected to is the one checked."""
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    refused = _refused(host, infos, request.policy.allow)
+    if refused:
+        request.refused, request.refused_said = refused
+        raise OSError(request.refused)
+    return infos[0]
+
+
+def _refused(host: str, infos: list, allow: tuple[Network, ...]) -> tuple[str, Line] | None:
+    """Why the server does not send to `host` (in English, and said), if an address the name
+    resolves to (getaddrinfo's `infos`) is not allowed; else None."""
     for *_, sockaddr in infos:
-        reason = refusal(ipaddress.ip_address(sockaddr[0].split("%")[0]), request.policy.allow)
+        reason = refusal(ipaddress.ip_address(sockaddr[0].split("%")[0]), allow)
         if reason:
             # The address itself is not named: who reads the outcome need not learn how the
             # server's resolver sees an inside name.
-            request.refused = (f"{host} resolves to {reason}; the server sends nothing there "
-                               "unless the operator allows it (OUTBOUND_ALLOW)")
-            request.refused_said = reasons.not_allowed(
-                host, reason.removeprefix("a ").removesuffix(" address"))
-            raise OSError(request.refused)
-    return infos[0]
+            meaning = (f"{host} resolves to {reason}; the server sends nothing there unless "
+                       "the operator allows it (OUTBOUND_ALLOW)")
+            return meaning, reasons.not_allowed(host, reason.removeprefix("a ")
+                                                .removesuffix(" address"))
+    return None
 
 
 def _open(host: str, port: int, timeout: float | None) -> socket.socket:
@@ -351,7 +314,11 @@ def _failure(exc: Exception, request: _Request, url: str, seconds: float) -> Out
     (outbound_reasons), the technical error kept as `detail`."""
     if request.refused:
         return OutboundError(request.refused, permanent=True, said=request.refused_said)
-    if request.expired or _timed_out(exc):
+    return _plain_failure(exc, url, seconds, request.expired)
+
+
+def _plain_failure(exc: Exception, url: str, seconds: float, expired: bool) -> OutboundError:
+    if expired or _timed_out(exc):
         return OutboundError(f"no answer within {seconds:g} s; will try again",
                              said=reasons.no_answer(seconds))
     plain = reasons.connect_failure(reasons.kind_of(exc), address(url))
@@ -582,30 +549,12 @@ def get_page(url: str, policy: Policy, *, max_bytes: int = MAX_BODY,
                 bytes(data[:max_bytes]), truncated)
 
 
-def _connect(scheme: str, host: str, port: int, timeout: float,
-             tls: ssl.SSLContext) -> socket.socket:
-    """A Crawler's new connection, through the guard (`_open`); for https, the TLS socket,
-    which takes the descriptor over: it is the one the deadline must shut, during the
-    handshake too."""
-    sock = _open(host, port, timeout)
-    if scheme == "http":
-        return sock
-    secure = tls.wrap_socket(sock, server_hostname=host, do_handshake_on_connect=False)
-    try:
-        _current.get().opened(secure)
-        secure.do_handshake()
-    except BaseException:
-        secure.close()
-        raise
-    return secure
-
-
 # A request target is sent percent-encoded as urllib3 sent it: only these as they are.
 _TARGET_SAFE = "/%:@!$&'()*+,;=-._~?"
 _UNSAFE_TARGET = re.compile(r"[^A-Za-z0-9/%:@!$&'()*+,;=\-._~?]")
 _UNSAFE_VALUE = re.compile(r"[\x00\r\n]")  # what would end a header line early
-# The usual URL, read without urlsplit (a twentieth of a 304's cost): a scheme and host in
-# lower case, a port, no white space. Anything else goes through urlsplit.
+# The usual URL, read by a pattern rather than urlsplit (which costs several times as much):
+# a scheme and host in lower case, a port, no white space. Anything else goes to urlsplit.
 _PLAIN_URL = re.compile(
     r"(https?)://([a-z0-9.-]+)(?::(\d{1,5}))?(/[^?#\s]*)?(?:\?([^#\s]*))?(?:#\S*)?")
 
@@ -655,113 +604,229 @@ class _Headers(dict):
         return isinstance(name, str) and super().__contains__(name.lower())
 
 
-class _Answer(http.client.HTTPResponse):
-    """http.client's answer (its framing: chunks, Content-Length, HEAD, 1xx, 204, 304, when
-    the connection closes) with the headers read into a `_Headers` rather than the email
-    package's message, which was a third of what a 304 cost."""
-
-    def begin(self) -> None:
-        while True:
-            version, status, reason = self._read_status()
-            if not 100 <= status < 200 or status == 101:
-                break
-            _read_head(self.fp)  # 100 Continue, 103 Early Hints: the answer comes after
-        self.code = self.status = status
-        self.reason = reason.strip()
-        if version in ("HTTP/1.0", "HTTP/0.9"):
-            self.version = 10
-        elif version.startswith("HTTP/1."):
-            self.version = 11
-        else:
-            raise http.client.UnknownProtocol(version)
-        self.headers = self.msg = _read_head(self.fp)
-        self.chunked = (self.headers.get("transfer-encoding") or "").lower() == "chunked"
-        self.chunk_left = None
-        self.will_close = self._check_close()
-        self.length = None
-        length = self.headers.get("content-length")
-        if length and not self.chunked:
-            try:
-                self.length = int(length.split(",")[0])  # the first, as http.client reads it
-            except ValueError:
-                self.length = None
-            if self.length is not None and self.length < 0:
-                self.length = None
-        if status in (204, 304) or 100 <= status < 200 or self._method == "HEAD":
-            self.length = 0
-        if not self.will_close and not self.chunked and self.length is None:
-            self.will_close = True  # the body ends when the connection does
-
-    def complete(self) -> bool:
-        """Whether the whole body was read (the connection can take the next request)."""
-        return self.isclosed() or (not self.chunked and self.length == 0)
+def _header_lines(headers: Mapping[str, str]) -> str:
+    """Header lines as sent; ValueError for a value that would end its line early."""
+    for value in headers.values():
+        if _UNSAFE_VALUE.search(value):
+            raise ValueError("a header value that would end its line early")
+    return "".join(f"{name}: {value}\r\n" for name, value in headers.items())
 
 
-def _read_head(fp) -> _Headers:
-    """The header lines up to the blank one, as http.client reads them (lines and their
-    number limited), into a `_Headers`; a folded line continues the one before."""
-    headers, name = _Headers(), None
-    for _ in range(101):
-        line = fp.readline(65537)
-        if len(line) > 65536:
-            raise http.client.LineTooLong("header line")
-        if line in (b"\r\n", b"\n", b""):
-            return headers
-        text = line.decode("iso-8859-1")
-        if text[0] in " \t":
+class _Connection(asyncio.Protocol):
+    """One of a Crawler's connections: what arrives while an answer is awaited waits in
+    `buffer` until it is read; `closed` once the peer closed it (or it was lost, or sent
+    what nobody asked for while idle): a closed connection is not used again."""
+
+    def __init__(self):
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+        self.closed = False
+        self._waiter: asyncio.Future | None = None
+        self._wanted = 0
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        if self._waiter is None:  # idle: nobody asked for it (nor will it pile up here)
+            self.shut()
+            return
+        self.buffer += data
+        if len(self.buffer) >= self._wanted:
+            self._wake()
+
+    def eof_received(self) -> None:
+        self.closed = True
+        self._wake()
+
+    def connection_lost(self, exc) -> None:
+        self.closed = True
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    async def more(self, wanted: int = 0) -> None:
+        """Until more bytes arrived (`wanted` in all, if given), or the peer closed."""
+        if self.closed:
+            return
+        self._wanted = max(wanted, len(self.buffer) + 1)
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
+    def take(self, size: int) -> bytes:
+        data = bytes(self.buffer[:size])
+        del self.buffer[:size]
+        return data
+
+    async def line(self) -> bytes:
+        """The next line (a chunk's size, a trailer), without its end."""
+        while (end := self.buffer.find(b"\n")) < 0:
+            if len(self.buffer) > _MAX_LINE:
+                raise http.client.LineTooLong("chunk size or trailer")
+            if self.closed:
+                raise http.client.IncompleteRead(b"")
+            await self.more()
+        return self.take(end + 1).rstrip(b"\r\n")
+
+    def shut(self) -> None:
+        """Close it now (the peer is not waited for: a dripping one sees it at once)."""
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
+
+
+_MAX_LINE = 65536  # as http.client: a longer status, header or chunk-size line is refused
+_HEAD_END = re.compile(rb"\n\r?\n")
+
+
+async def _head(conn: _Connection) -> tuple[str, int, list[str]]:
+    """The version, status and header lines of the next answer on `conn` (interim 1xx
+    answers skipped), as http.client reads them."""
+    while True:
+        searched = 0
+        while not (end := _HEAD_END.search(conn.buffer, max(0, searched - 2))):
+            searched = len(conn.buffer)
+            if searched > 101 * _MAX_LINE:
+                raise http.client.LineTooLong("header line")
+            if conn.closed:
+                if not conn.buffer:
+                    raise http.client.RemoteDisconnected(
+                        "Remote end closed connection without response")
+                raise http.client.IncompleteRead(bytes(conn.buffer))
+            await conn.more()
+        text = conn.take(end.end()).decode("iso-8859-1")
+        lines = text.replace("\r\n", "\n").rstrip("\n").split("\n")
+        if len(lines) > 101:
+            raise http.client.HTTPException("got more than 100 headers")
+        if len(text) > _MAX_LINE and max(map(len, lines)) > _MAX_LINE:
+            raise http.client.LineTooLong("status or header line")
+        try:
+            version, status, *_ = lines[0].split(None, 2)
+            status = int(status)
+        except ValueError:
+            raise http.client.BadStatusLine(lines[0]) from None
+        if not version.startswith("HTTP/") or not 100 <= status <= 999:
+            raise http.client.BadStatusLine(lines[0])
+        if not 100 <= status < 200 or status == 101:  # 100 Continue, 103 Early Hints: skipped
+            return version, status, lines[1:]
+
+
+def _headers(lines: list[str]) -> dict[str, str]:
+    """Header lines as {name in lower case: value}; a header sent more than once is one
+    value, its values joined by ", "; a folded line continues the one before."""
+    found, name = {}, None
+    for line in lines:
+        if line[0] in " \t":
             if name is not None:
-                dict.__setitem__(headers, name, f"{dict.get(headers, name)} {text.strip()}")
+                found[name] = f"{found[name]} {line.strip()}"
             continue
-        name, colon, value = text.partition(":")
+        name, colon, value = line.partition(":")
         if not colon:
             name = None
             continue
         name, value = name.strip().lower(), value.strip()
-        old = dict.get(headers, name)
-        dict.__setitem__(headers, name, value if old is None else f"{old}, {value}")
-    raise http.client.HTTPException("got more than 100 headers")
+        found[name] = f"{found[name]}, {value}" if name in found else value
+    return found
 
 
-def _body(response: _Answer, limit: int) -> bytes:
-    """At most `limit` bytes of the answer's body, gzip or deflate decoded as it is read (a
-    small answer that decodes to gigabytes stops at `limit`); IncompleteRead when the peer
-    closed before the length it announced."""
-    coding = (response.headers.get("content-encoding") or "").strip().lower()
-    if coding not in ("gzip", "x-gzip", "deflate"):
-        body = response.read(limit)
-        ended = len(body) < limit  # a read returns less only at the end
-    else:
-        decoder = zlib.decompressobj(16 + zlib.MAX_WBITS if coding != "deflate"
-                                     else zlib.MAX_WBITS)
-        out, first, ended = bytearray(), True, False
-        while len(out) < limit and not decoder.eof:
-            chunk = decoder.unconsumed_tail or response.read(65536)
-            if not chunk:
-                ended = True
-                break
-            try:
-                out += decoder.decompress(chunk, limit - len(out))
-            except zlib.error:
-                if not (first and coding == "deflate"):
-                    raise
-                decoder = zlib.decompressobj(-zlib.MAX_WBITS)  # deflate without its header
-                out += decoder.decompress(chunk, limit - len(out))
-            first = False
-        body = bytes(out)
-    if ended and not response.chunked and response.length:
-        raise http.client.IncompleteRead(body, response.length)
-    return body
+def _keeps_open(version: str, headers: dict[str, str]) -> bool:
+    """Whether the peer keeps the connection open after this answer (http.client's rules)."""
+    connection = (headers.get("connection") or "").lower()
+    if version != "HTTP/1.0" and version.startswith("HTTP/1."):
+        return "close" not in connection
+    return bool(headers.get("keep-alive")) or "keep-alive" in connection \
+        or "keep-alive" in (headers.get("proxy-connection") or "").lower()
+
+
+async def _answer(conn: _Connection, method: str,
+                  limit: int) -> tuple[int, _Headers, bytes, bool]:
+    """The next answer on `conn`: its status, headers, at most `limit` bytes of its body
+    (gzip or deflate decoded; a small answer that decodes to gigabytes stops at `limit`),
+    and whether the connection can take the next request."""
+    version, status, lines = await _head(conn)
+    headers = _headers(lines)
+    reusable = _keeps_open(version, headers)
+    chunked = (headers.get("transfer-encoding") or "").lower() == "chunked"
+    length = None
+    if (value := headers.get("content-length")) and not chunked:
+        try:
+            length = int(value.split(",")[0])  # the first, as http.client reads it
+        except ValueError:
+            length = None
+        if length is not None and length < 0:
+            length = None
+    if status in (204, 304) or method == "HEAD":
+        body = b""
+    elif chunked:
+        body, whole = await _chunks(conn, limit)
+        reusable = reusable and whole
+    elif length is not None:
+        want = min(length, limit)
+        while len(conn.buffer) < want and not conn.closed:
+            await conn.more(want)
+        if len(conn.buffer) < want:
+            raise http.client.IncompleteRead(bytes(conn.buffer), want - len(conn.buffer))
+        body, reusable = conn.take(want), reusable and length <= limit
+    else:  # the body ends when the connection does
+        while len(conn.buffer) < limit and not conn.closed:
+            await conn.more(limit)
+        body, reusable = conn.take(limit), False
+    coding = (headers.get("content-encoding") or "").strip().lower()
+    if body and coding in ("gzip", "x-gzip", "deflate"):
+        body = _decoded(body, coding, limit)
+    return status, _Headers(headers), body, reusable and not conn.closed and not conn.buffer
+
+
+async def _chunks(conn: _Connection, limit: int) -> tuple[bytes, bool]:
+    """A chunked body, at most `limit` bytes of it, and whether it was read to its end."""
+    body = bytearray()
+    while True:
+        try:
+            size = int((await conn.line()).split(b";")[0].strip(), 16)
+            if size < 0:
+                raise ValueError(size)
+        except ValueError:
+            raise http.client.IncompleteRead(bytes(body)) from None
+        if size == 0:
+            while await conn.line():  # trailers, up to the blank line
+                pass
+            return bytes(body), True
+        capped = size >= limit - len(body)  # the rest of the body is not read
+        want = limit - len(body) if capped else size + 2  # the chunk and its line end
+        while len(conn.buffer) < want and not conn.closed:
+            await conn.more(want)
+        if len(conn.buffer) < want:
+            raise http.client.IncompleteRead(bytes(body))
+        body += conn.take(want)[:size]
+        if capped:
+            return bytes(body), False
+
+
+def _decoded(data: bytes, coding: str, limit: int) -> bytes:
+    """gzip or deflate (with its zlib header or without) decoded, at most `limit` bytes."""
+    if coding == "deflate":
+        try:
+            return zlib.decompressobj().decompress(data, limit)
+        except zlib.error:
+            return zlib.decompressobj(-zlib.MAX_WBITS).decompress(data, limit)
+    return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data, limit)
 
 
 class Crawler:
     """Many requests to a site over kept-alive connections, each under the same rules as
-    `send` (allowed addresses checked on every connection, a redirect's too; the policy's
-    total deadline; no redirects followed; answers capped at `max_bytes`); safe to share
-    between threads. Close it when done.
+    `send` (every address a name has must be allowed, and the one connected to is the one
+    checked; a redirect is an answer, never followed; the policy's total deadline, after
+    which the connection is shut; answers capped at `max_bytes`). Close it when done.
 
-    Sockets kept per host and http.client's framing of answers, without urllib3's or
-    requests' pools and request objects on top: a verification run makes a thousand requests
-    a second, most answered 304, and their work per request cost more than the answer."""
+    asyncio's, in the thread of the run that uses it: a verification run makes a thousand
+    requests a second, most answered 304, and with a thread per connection the threads'
+    turns at the interpreter lock (taken from one core to the other at every send and
+    receive) cost more than the answers. Use within `async with`."""
 
     HOSTS = 8  # hosts whose idle connections are kept
 
@@ -770,120 +835,117 @@ class Crawler:
         self.policy, self.max_bytes, self.connections = policy, max_bytes, connections
         self.headers = {"User-Agent": user_agent, "Accept-Encoding": "gzip, deflate",
                         "Accept": "*/*"}
-        self._idle: dict[tuple[str, str, int], list[socket.socket]] = {}
-        self._lock = threading.Lock()
-        self._closed = False
+        self._idle: dict[tuple[str, str, int], list[_Connection]] = {}
         self._tls = ssl.create_default_context()
-        self._watchdog = _Watchdog()
+        if _UNSAFE_VALUE.search(user_agent):
+            raise ValueError("a User-Agent that would end its header line early")
+        self._lines = _header_lines(self.headers)
 
-    def request(self, method: str, url: str,
-                headers: Mapping[str, str] | None = None) -> Page:
+    async def request(self, method: str, url: str,
+                      headers: Mapping[str, str] | None = None) -> Page:
         """One request; OutboundError (no status) when no answer came within the deadline."""
         parts = _parts(url)
         if parts is None:
             raise OutboundError(f"{url!r} is not an http:// or https:// URL without a user "
                                 "name or password", permanent=True)
         key, target = parts
-        lines = [f"{method} {target} HTTP/1.1", f"Host: {_host_header(*key)}"]
-        for name, value in {**self.headers, **(headers or {})}.items():
-            lines.append(f"{name}: {value}")
         seconds = self.policy.timeout
-        with _Request(self.policy, seconds, self._watchdog) as request:
-            try:
-                if _UNSAFE_VALUE.search("".join(lines)):
-                    raise ValueError("a header value that would end its line early")
-                head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-                status, found, body = self._exchange(request, method, key, head)
-            except (http.client.HTTPException, OSError, ValueError, zlib.error) as exc:
-                raise _failure(exc, request, url, seconds) from None
+        try:
+            if not headers:
+                lines = self._lines
+            elif any(name in self.headers for name in headers):
+                lines = _header_lines({**self.headers, **headers})
+            else:
+                lines = self._lines + _header_lines(headers)
+            head = (f"{method} {target} HTTP/1.1\r\nHost: {_host_header(*key)}\r\n"
+                    f"{lines}\r\n").encode("latin-1")
+            async with asyncio.timeout(seconds):
+                status, found, body = await self._exchange(method, key, head)
+        except OutboundError:
+            raise
+        except (http.client.HTTPException, OSError, ValueError, zlib.error) as exc:
+            # TimeoutError (an OSError) is the deadline's: the connection was shut.
+            raise _plain_failure(exc, url, seconds, isinstance(exc, TimeoutError)) from None
         return Page(url, status, found, body)
 
-    def _exchange(self, request: _Request, method: str, key: tuple[str, str, int],
-                  head: bytes) -> tuple[int, _Headers, bytes]:
-        sock, reused = self._take(key, request)
+    async def _exchange(self, method: str, key: tuple[str, str, int],
+                        head: bytes) -> tuple[int, _Headers, bytes]:
+        conn, reused = self._reuse(key)
         while True:
-            response = None
             try:
-                sock.sendall(head)
-                response = _Answer(sock, method=method)
-                response.begin()
+                if conn is None:
+                    conn = await self._connect(key)
+                conn.transport.write(head)
+                status, found, body, reusable = await _answer(conn, method, self.max_bytes)
                 break
-            except BaseException as exc:
-                if response is not None:
-                    response.close()
-                sock.close()
+            except BaseException as exc:  # the deadline's cancellation too
+                if conn is not None:
+                    conn.shut()
                 # RemoteDisconnected is a ConnectionResetError too.
-                if not reused or request.expired or \
-                        not isinstance(exc, ConnectionResetError | BrokenPipeError):
+                if not reused or not isinstance(exc, ConnectionResetError | BrokenPipeError):
                     raise
             # The host closed it while it was idle: once more, on a new connection.
-            sock, reused = _connect(*key, self.policy.timeout, self._tls), False
+            conn, reused = None, False
+        if reusable:
+            self._keep(key, conn)
+        else:
+            conn.shut()  # the rest is not wanted, or the host closes it
+        return status, found, body
+
+    def _reuse(self, key: tuple[str, str, int]) -> tuple[_Connection | None, bool]:
+        """An idle connection to the host that is still open and quiet, if there is one."""
+        idle = self._idle.get(key) or []
+        while idle:
+            conn = idle.pop()
+            if not conn.closed and not conn.buffer:
+                return conn, True
+            conn.shut()
+        return None, False
+
+    async def _connect(self, key: tuple[str, str, int]) -> _Connection:
+        """A new connection, to the address checked (every one the name has is allowed)."""
+        scheme, host, port = key
+        loop = asyncio.get_running_loop()
+        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        refused = _refused(host, infos, self.policy.allow)
+        if refused:
+            raise OutboundError(refused[0], permanent=True, said=refused[1])
+        family, kind, protocol, _, sockaddr = infos[0]
+        sock = socket.socket(family, kind, protocol)
         try:
-            body = b"" if method == "HEAD" else _body(response, self.max_bytes)
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            await loop.sock_connect(sock, sockaddr)
+            secure = scheme == "https"
+            _, conn = await loop.create_connection(
+                _Connection, sock=sock, ssl=self._tls if secure else None,
+                server_hostname=host if secure else None)
         except BaseException:
             sock.close()
             raise
-        finally:
-            response.close()  # its file: the socket stays open, unless closed above
-        if request.expired:  # cut off at the deadline: what was read may look complete
-            sock.close()
-            raise TimeoutError
-        if response.complete() and not response.will_close:
-            self._give(key, sock)
+        return conn
+
+    def _keep(self, key: tuple[str, str, int], conn: _Connection) -> None:
+        idle = self._idle.get(key)
+        if idle is None:
+            if len(self._idle) >= self.HOSTS:  # the host kept first makes room
+                for old in self._idle.pop(next(iter(self._idle))):
+                    old.shut()
+            idle = self._idle[key] = []
+        if len(idle) < self.connections:
+            idle.append(conn)
         else:
-            sock.close()  # the rest is not wanted, or the host closes it
-        return response.status, response.headers, body
-
-    def _take(self, key: tuple[str, str, int],
-              request: _Request) -> tuple[socket.socket, bool]:
-        """An idle connection to the host (put under the request's deadline), or a new one."""
-        while True:
-            with self._lock:
-                idle = self._idle.get(key)
-                sock = idle.pop() if idle else None
-            if sock is None:
-                return _connect(*key, self.policy.timeout, self._tls), False
-            if not _dropped(sock):
-                request.opened(sock)
-                sock.settimeout(min(self.policy.timeout, request.remaining()))
-                return sock, True
-            sock.close()
-
-    def _give(self, key: tuple[str, str, int], sock: socket.socket) -> None:
-        with self._lock:
-            idle = None if self._closed else self._idle.get(key)
-            if idle is None and not self._closed:
-                if len(self._idle) >= self.HOSTS:  # the host kept first makes room
-                    for old in self._idle.pop(next(iter(self._idle))):
-                        old.close()
-                idle = self._idle[key] = []
-            if idle is not None and len(idle) < self.connections:
-                idle.append(sock)
-                return
-        sock.close()
+            conn.shut()
 
     def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            idle, self._idle = self._idle, {}
-        for socks in idle.values():
-            for sock in socks:
-                sock.close()
-        self._watchdog.stop()
+        idle, self._idle = self._idle, {}
+        for conns in idle.values():
+            for conn in conns:
+                conn.transport.close()
 
-    def __enter__(self) -> Crawler:
+    async def __aenter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc) -> None:
+    async def __aexit__(self, *exc) -> None:
         self.close()
-
-
-def _dropped(sock: socket.socket) -> bool:
-    """Whether an idle kept-alive connection was closed by its host (or has something nobody
-    asked for): it is readable. Checked before it is used again."""
-    try:
-        poller = select.poll()  # not select(): it cannot watch a descriptor past 1023
-        poller.register(sock, select.POLLIN)
-        return bool(poller.poll(0))
-    except (OSError, ValueError):
-        return True
+        await asyncio.sleep(0)  # the transports close on the loop's next turn

@@ -44,12 +44,12 @@ def _rules(lines: list[str]) -> RobotFileParser:
     return parser
 
 
-def robots_for(crawler: Crawler, base_url: str, agent: str) -> Robots:
+async def robots_for(crawler: Crawler, base_url: str, agent: str) -> Robots:
     """The rules of the base URL's host, fetched now (see the module's docstring)."""
     parts = urlsplit(base_url)
     address = f"{parts.scheme}://{parts.netloc}/robots.txt"
     try:
-        page = crawler.request("GET", address)
+        page = await crawler.request("GET", address)
     except OutboundError as exc:
         reason = plain_reason(exc)
         return Robots(_rules(["User-agent: *", "Disallow: /"]), agent,
