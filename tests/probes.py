@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -36,11 +37,13 @@ class DripServer:
     the answer was complete (`cut_short`): the sign that a deadline was enforced.
     """
 
-    def __init__(self, size: int = 600, interval: float = 0.05, drip_headers: bool = False):
+    def __init__(self, size: int = 600, interval: float = 0.05, drip_headers: bool = False,
+                 tls: ssl.SSLContext | None = None):
         self.size, self.interval, self.drip_headers = size, interval, drip_headers
+        self.tls = tls  # a server context: the answer drips over TLS
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}/"
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}/"
         self.requests: list[bytes] = []
         self.open = 0
         self.cut_short = threading.Event()
@@ -71,6 +74,9 @@ class DripServer:
         with self._lock:
             self.open += 1
         try:
+            if self.tls:
+                connection.settimeout(5)
+                connection = self.tls.wrap_socket(connection, server_side=True)
             with connection:
                 connection.settimeout(5)
                 head = b""

@@ -83,3 +83,18 @@ def test_a_robots_txt_that_is_not_there_allows_everything(app, session, engine,
     site = _site(session, engine.url_for("/site/"), pages=("a",))
     summary = verify_site(app, site.id)
     assert summary.counts == {"ok": 1} and summary.note is None
+
+
+@pytest.mark.parametrize("text", ["", "# nothing but a comment", "Sitemap: https://a/s.xml",
+                                  "User-agent: other\nDisallow: /", "User-agent: *\nDisallow:",
+                                  "User-agent: *\nDisallow: /private/",
+                                  "User-agent: pickybot\nDisallow: /"])
+def test_robots_without_rules_allow_what_the_parser_allows(text):
+    """A robots.txt without rules (none at all, most often) is answered without reading each
+    URL: what it allows is what the parser says."""
+    from webapp.verify.robots import Robots, _rules
+
+    for agent in ("pickybot", "sitemap-dashboard"):
+        robots = Robots(_rules(text.splitlines()), agent)
+        for url in ("https://a/", "https://a/private/x", "https://a/p?q=1"):
+            assert robots.allowed(url) == robots.parser.can_fetch(agent, url), (agent, url)

@@ -14,24 +14,23 @@ whether a retry can help.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import email.utils
-import heapq
 import http.client
 import ipaddress
-import itertools
 import re
 import socket
 import ssl
 import threading
 import time
 import zlib
-from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from urllib.parse import SplitResult, urlsplit
+from typing import Self
+from urllib.parse import quote, urlsplit
 
 import google.auth.exceptions
 import google.auth.transport.requests
@@ -150,20 +149,18 @@ _current: contextvars.ContextVar[_Request] = contextvars.ContextVar("outbound_re
 
 class _Request:
     """One request in flight: its policy, the sockets it opened, and the watch on its deadline
-    that shuts them when the time is up (a blocked read then returns at once). The watch is a
-    timer thread of its own, or a `_Watchdog` shared by many requests."""
+    that shuts them when the time is up (a blocked read then returns at once): a timer
+    thread."""
 
-    def __init__(self, policy: Policy, seconds: float, watchdog: _Watchdog | None = None):
+    def __init__(self, policy: Policy, seconds: float):
         self.policy, self.ends = policy, time.monotonic() + seconds
         self.refused: str | None = None
         self.refused_said: Line | None = None
         self.expired = self.finished = False
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
-        self._watchdog = watchdog
-        self._timer = None if watchdog else threading.Timer(seconds, self._expire)
-        if self._timer:
-            self._timer.daemon = True
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
 
     def remaining(self) -> float:
         return max(0.0, self.ends - time.monotonic())
@@ -184,63 +181,14 @@ class _Request:
 
     def __enter__(self) -> _Request:
         self._token = _current.set(self)
-        if self._timer:
-            self._timer.start()
-        else:
-            self._watchdog.watch(self)
+        self._timer.start()
         return self
 
     def __exit__(self, *exc) -> None:
         with self._lock:
             self.finished = True
-        if self._timer:
-            self._timer.cancel()
+        self._timer.cancel()
         _current.reset(self._token)
-
-
-class _Watchdog:
-    """One thread that shuts the sockets of requests past their deadline: for a crawler, whose
-    thousand requests a second would otherwise start as many timer threads.
-
-    A request is handed over without a lock (a deque's append is atomic) and the thread looks
-    every GRAIN: at a thousand requests a second from eight threads, a lock and a wake-up per
-    request cost the crawl more than a deadline kept GRAIN late."""
-
-    GRAIN = 0.05  # seconds
-    KEEP = 4096  # finished requests dropped from the heap whenever it holds more
-
-    def __init__(self):
-        self._incoming: deque[_Request] = deque()
-        self._heap: list[tuple[float, int, _Request]] = []
-        self._order = itertools.count()
-        self._stopped = threading.Event()
-        self._start = threading.Lock()
-        self._thread: threading.Thread | None = None
-
-    def watch(self, request: _Request) -> None:
-        self._incoming.append(request)
-        if self._thread is None:
-            with self._start:
-                if self._thread is None:
-                    self._thread = threading.Thread(target=self._run, daemon=True,
-                                                    name="outbound-watchdog")
-                    self._thread.start()
-
-    def _run(self) -> None:
-        heap = self._heap
-        while not self._stopped.wait(self.GRAIN):
-            while self._incoming:
-                request = self._incoming.popleft()
-                heapq.heappush(heap, (request.ends, next(self._order), request))
-            now = time.monotonic()
-            while heap and heap[0][0] <= now:
-                heapq.heappop(heap)[2]._expire()  # a finished one ignores it
-            if len(heap) > self.KEEP:  # most have long finished: keep memory flat
-                heap[:] = [entry for entry in heap if not entry[2].finished]
-                heapq.heapify(heap)
-
-    def stop(self) -> None:
-        self._stopped.set()
 
 
 def _shut(sock: socket.socket) -> None:
@@ -254,42 +202,58 @@ def _checked_address(host: str, port: int, request: _Request) -> tuple:
     """The address to connect to: every address the name has must be allowed (else one that
     is not could be chosen), and the one connected to is the one checked."""
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    refused = _refused(host, infos, request.policy.allow)
+    if refused:
+        request.refused, request.refused_said = refused
+        raise OSError(request.refused)
+    return infos[0]
+
+
+def _refused(host: str, infos: list, allow: tuple[Network, ...]) -> tuple[str, Line] | None:
+    """Why the server does not send to `host` (in English, and said), if an address the name
+    resolves to (getaddrinfo's `infos`) is not allowed; else None."""
     for *_, sockaddr in infos:
-        reason = refusal(ipaddress.ip_address(sockaddr[0].split("%")[0]), request.policy.allow)
+        reason = refusal(ipaddress.ip_address(sockaddr[0].split("%")[0]), allow)
         if reason:
             # The address itself is not named: who reads the outcome need not learn how the
             # server's resolver sees an inside name.
-            request.refused = (f"{host} resolves to {reason}; the server sends nothing there "
-                               "unless the operator allows it (OUTBOUND_ALLOW)")
-            request.refused_said = reasons.not_allowed(
-                host, reason.removeprefix("a ").removesuffix(" address"))
-            raise OSError(request.refused)
-    return infos[0]
+            meaning = (f"{host} resolves to {reason}; the server sends nothing there unless "
+                       "the operator allows it (OUTBOUND_ALLOW)")
+            return meaning, reasons.not_allowed(host, reason.removeprefix("a ")
+                                                .removesuffix(" address"))
+    return None
+
+
+def _open(host: str, port: int, timeout: float | None) -> socket.socket:
+    """A TCP connection to `host` for the request in flight: made to the address checked, put
+    under the request's deadline before it connects. OSError when refused or it fails."""
+    request = _current.get(None)
+    if request is None:  # every request made here sets one; nothing else may connect
+        raise OSError("an outbound connection outside webapp.outbound")
+    family, kind, protocol, _, sockaddr = _checked_address(host, port, request)
+    sock = socket.socket(family, kind, protocol)
+    request.opened(sock)
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.settimeout(min(timeout or request.policy.timeout, request.remaining()))
+        sock.connect(sockaddr)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 class _Guarded:
     """urllib3's connection, connecting only to a checked address, within the deadline."""
 
     def _new_conn(self) -> socket.socket:
-        request = _current.get(None)
-        if request is None:  # every session made here sets one; nothing else may use these
-            raise OSError("an outbound connection outside webapp.outbound")
-        family, kind, protocol, _, sockaddr = _checked_address(self._dns_host, self.port,
-                                                               request)
-        sock = socket.socket(family, kind, protocol)
-        request.opened(sock)
         try:
-            for option in self.socket_options or ():
-                sock.setsockopt(*option)
-            sock.settimeout(min(self.timeout or request.policy.timeout, request.remaining()))
-            sock.connect(sockaddr)
+            return _open(self._dns_host, self.port, self.timeout)
+        except TimeoutError as exc:
+            raise urllib3.exceptions.ConnectTimeoutError(self, f"connect to {self.host} "
+                                                         "timed out") from exc
         except OSError as exc:
-            sock.close()
-            if isinstance(exc, TimeoutError):
-                raise urllib3.exceptions.ConnectTimeoutError(self, f"connect to {self.host} "
-                                                             "timed out") from exc
             raise urllib3.exceptions.NewConnectionError(self, str(exc)) from exc
-        return sock
 
 
 class _GuardedHTTP(_Guarded, HTTPConnection):
@@ -350,7 +314,11 @@ def _failure(exc: Exception, request: _Request, url: str, seconds: float) -> Out
     (outbound_reasons), the technical error kept as `detail`."""
     if request.refused:
         return OutboundError(request.refused, permanent=True, said=request.refused_said)
-    if request.expired or _timed_out(exc):
+    return _plain_failure(exc, url, seconds, request.expired)
+
+
+def _plain_failure(exc: Exception, url: str, seconds: float, expired: bool) -> OutboundError:
+    if expired or _timed_out(exc):
         return OutboundError(f"no answer within {seconds:g} s; will try again",
                              said=reasons.no_answer(seconds))
     plain = reasons.connect_failure(reasons.kind_of(exc), address(url))
@@ -461,32 +429,19 @@ def token_transport(policy: Policy) -> google.auth.transport.requests.Request:
 
 def _timed_out(exc: Exception) -> bool:
     # A timeout while reading the body arrives as a ConnectionError wrapping urllib3's error;
-    # the crawler's sockets time out at the request's deadline (TimeoutError).
-    return isinstance(exc, (requests.Timeout, urllib3.exceptions.TimeoutError,
-                            TimeoutError)) or any(
+    # the Crawler's sockets raise TimeoutError itself.
+    timeouts = (requests.Timeout, urllib3.exceptions.TimeoutError, TimeoutError)
+    return isinstance(exc, timeouts) or any(
         isinstance(arg, urllib3.exceptions.TimeoutError) for arg in exc.args)
 
 
-_SPACE = re.compile(r"\s")  # what str.isspace() says is white space
+_SPACE = re.compile(r"\s")
 
 
 def is_http_url(url: str) -> bool:
     """An address requests can be sent to: http(s), a host, a port in range, no user name or
     password, no white space."""
-    return _http_parts(url) is not None
-
-
-def _http_parts(url: str) -> SplitResult | None:
-    """The parts of an address requests can be sent to (is_http_url), or None."""
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises on a port out of range
-    except ValueError:  # an unclosed [IPv6] host, a port that is not a number or out of range
-        return None
-    if parts.scheme in ("http", "https") and parts.hostname and "@" not in parts.netloc \
-            and not _SPACE.search(url):
-        return parts
-    return None
+    return _parts(url) is not None
 
 
 def endpoint_check(name: str) -> Callable[[str], str | None]:
@@ -592,161 +547,405 @@ def get_page(url: str, policy: Policy, *, max_bytes: int = MAX_BODY,
     return Page(url, response.status_code,
                 {name.lower(): value for name, value in response.headers.items()},
                 bytes(data[:max_bytes]), truncated)
-class _Headers(dict):
-    """An answer's headers by lower-case name, repeated ones joined with ", " (as urllib3
-    joins them): `get("X-Robots-Tag")` sees every value the server sent."""
 
-    @classmethod
-    def of(cls, message: http.client.HTTPMessage) -> _Headers:
-        headers = cls()
-        for name, value in message.items():
-            key = name.lower()
-            headers[key] = f"{headers[key]}, {value}" if key in headers else value
-        return headers
+
+# A request target is sent percent-encoded as urllib3 sent it: only these as they are.
+_TARGET_SAFE = "/%:@!$&'()*+,;=-._~?"
+_UNSAFE_TARGET = re.compile(r"[^A-Za-z0-9/%:@!$&'()*+,;=\-._~?]")
+_UNSAFE_VALUE = re.compile(r"[\x00\r\n]")  # what would end a header line early
+# The usual URL, read by a pattern rather than urlsplit (which costs several times as much):
+# a scheme and host in lower case, a port, no white space. Anything else goes to urlsplit.
+_PLAIN_URL = re.compile(
+    r"(https?)://([a-z0-9.-]+)(?::(\d{1,5}))?(/[^?#\s]*)?(?:\?([^#\s]*))?(?:#\S*)?")
+
+
+def _parts(url: str) -> tuple[tuple[str, str, int], str] | None:
+    """(scheme, host, port) and the request target of a URL `is_http_url` accepts, or None."""
+    plain = _PLAIN_URL.fullmatch(url)
+    if plain and (plain[3] is None or int(plain[3]) <= 65535):
+        scheme, host, port, path, query = plain.groups()
+        return _place(scheme, host, int(port) if port else None, path, query)
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname or "@" in parts.netloc \
+            or _SPACE.search(url):
+        return None
+    return _place(parts.scheme, parts.hostname, port, parts.path, parts.query)
+
+
+def _place(scheme: str, host: str, port: int | None, path: str | None,
+           query: str | None) -> tuple[tuple[str, str, int], str]:
+    target = (path or "/") + (f"?{query}" if query else "")
+    if _UNSAFE_TARGET.search(target):
+        target = quote(target, safe=_TARGET_SAFE)
+    return (scheme, host, port if port is not None else 443 if scheme == "https" else 80), target
+
+
+def _host_header(scheme: str, host: str, port: int) -> str:
+    name = host if host.isascii() else host.encode("idna").decode("ascii")
+    name = f"[{name}]" if ":" in name else name
+    return name if port == (443 if scheme == "https" else 80) else f"{name}:{port}"
+
+
+class _Headers(dict):
+    """An answer's headers: names in lower case, looked up in any case; a header sent more
+    than once is one value, its values joined by ", "."""
 
     def get(self, name: str, default=None):
-        return dict.get(self, name.lower(), default)
+        return super().get(name.lower(), default)
 
-    def __getitem__(self, name: str) -> str:
-        return dict.__getitem__(self, name.lower())
+    def __getitem__(self, name: str):
+        return super().__getitem__(name.lower())
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and dict.__contains__(self, name.lower())
+        return isinstance(name, str) and super().__contains__(name.lower())
 
 
-def _guarded_socket(address: tuple[str, int], timeout: float, source_address=None,
-                    **_) -> socket.socket:
-    """http.client's connect, to a checked address within the deadline of the request."""
-    request = _current.get(None)
-    if request is None:
-        raise OSError("an outbound connection outside webapp.outbound")
-    family, kind, protocol, _, sockaddr = _checked_address(*address, request)
-    sock = socket.socket(family, kind, protocol)
-    request.opened(sock)
-    try:
-        sock.settimeout(min(timeout, request.remaining()))
-        sock.connect(sockaddr)
-    except BaseException:
-        sock.close()
-        raise
-    return sock
+def _header_lines(headers: Mapping[str, str]) -> str:
+    """Header lines as sent; ValueError for a value that would end its line early."""
+    for value in headers.values():
+        if _UNSAFE_VALUE.search(value):
+            raise ValueError("a header value that would end its line early")
+    return "".join(f"{name}: {value}\r\n" for name, value in headers.items())
 
 
-class _CrawlHTTP(http.client.HTTPConnection):
-    def __init__(self, host: str, port: int | None = None):
-        super().__init__(host, port)
-        self._create_connection = _guarded_socket
+class _Connection(asyncio.Protocol):
+    """One of a Crawler's connections: what arrives while an answer is awaited waits in
+    `buffer` until it is read; `closed` once the peer closed it (or it was lost, or sent
+    what nobody asked for while idle): a closed connection is not used again."""
+
+    def __init__(self):
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+        self.closed = False
+        self._waiter: asyncio.Future | None = None
+        self._wanted = 0
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        if self._waiter is None:  # idle: nobody asked for it (nor will it pile up here)
+            self.shut()
+            return
+        self.buffer += data
+        if len(self.buffer) >= self._wanted:
+            self._wake()
+
+    def eof_received(self) -> None:
+        self.closed = True
+        self._wake()
+
+    def connection_lost(self, exc) -> None:
+        self.closed = True
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    async def more(self, wanted: int = 0) -> None:
+        """Until more bytes arrived (`wanted` in all, if given), or the peer closed."""
+        if self.closed:
+            return
+        self._wanted = max(wanted, len(self.buffer) + 1)
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
+    def take(self, size: int) -> bytes:
+        data = bytes(self.buffer[:size])
+        del self.buffer[:size]
+        return data
+
+    async def line(self) -> bytes:
+        """The next line (a chunk's size, a trailer), without its end."""
+        while (end := self.buffer.find(b"\n")) < 0:
+            if len(self.buffer) > _MAX_LINE:
+                raise http.client.LineTooLong("chunk size or trailer")
+            if self.closed:
+                raise http.client.IncompleteRead(b"")
+            await self.more()
+        return self.take(end + 1).rstrip(b"\r\n")
+
+    def shut(self) -> None:
+        """Close it now (the peer is not waited for: a dripping one sees it at once)."""
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
 
 
-class _CrawlHTTPS(http.client.HTTPSConnection):
-    def __init__(self, host: str, port: int | None = None):
-        super().__init__(host, port, context=ssl.create_default_context())
-        self._create_connection = _guarded_socket
+_MAX_LINE = 65536  # as http.client: a longer status, header or chunk-size line is refused
+_HEAD_END = re.compile(rb"\n\r?\n")
 
 
-# A kept-alive connection the server closed while it was idle fails like this on reuse: the
-# request is asked again once, on a new connection (GET and HEAD are safe to repeat).
-_STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
+async def _head(conn: _Connection) -> tuple[str, int, list[str]]:
+    """The version, status and header lines of the next answer on `conn` (interim 1xx
+    answers skipped), as http.client reads them."""
+    while True:
+        searched = 0
+        while not (end := _HEAD_END.search(conn.buffer, max(0, searched - 2))):
+            searched = len(conn.buffer)
+            if searched > 101 * _MAX_LINE:
+                raise http.client.LineTooLong("header line")
+            if conn.closed:
+                if not conn.buffer:
+                    raise http.client.RemoteDisconnected(
+                        "Remote end closed connection without response")
+                raise http.client.IncompleteRead(bytes(conn.buffer))
+            await conn.more()
+        text = conn.take(end.end()).decode("iso-8859-1")
+        lines = text.replace("\r\n", "\n").rstrip("\n").split("\n")
+        if len(lines) > 101:
+            raise http.client.HTTPException("got more than 100 headers")
+        if len(text) > _MAX_LINE and max(map(len, lines)) > _MAX_LINE:
+            raise http.client.LineTooLong("status or header line")
+        try:
+            version, status, *_ = lines[0].split(None, 2)
+            status = int(status)
+        except ValueError:
+            raise http.client.BadStatusLine(lines[0]) from None
+        if not version.startswith("HTTP/") or not 100 <= status <= 999:
+            raise http.client.BadStatusLine(lines[0])
+        if not 100 <= status < 200 or status == 101:  # 100 Continue, 103 Early Hints: skipped
+            return version, status, lines[1:]
+
+
+def _headers(lines: list[str]) -> dict[str, str]:
+    """Header lines as {name in lower case: value}; a header sent more than once is one
+    value, its values joined by ", "; a folded line continues the one before."""
+    found, name = {}, None
+    for line in lines:
+        if line[0] in " \t":
+            if name is not None:
+                found[name] = f"{found[name]} {line.strip()}"
+            continue
+        name, colon, value = line.partition(":")
+        if not colon:
+            name = None
+            continue
+        name, value = name.strip().lower(), value.strip()
+        found[name] = f"{found[name]}, {value}" if name in found else value
+    return found
+
+
+def _keeps_open(version: str, headers: dict[str, str]) -> bool:
+    """Whether the peer keeps the connection open after this answer (http.client's rules)."""
+    connection = (headers.get("connection") or "").lower()
+    if version != "HTTP/1.0" and version.startswith("HTTP/1."):
+        return "close" not in connection
+    return bool(headers.get("keep-alive")) or "keep-alive" in connection \
+        or "keep-alive" in (headers.get("proxy-connection") or "").lower()
+
+
+async def _answer(conn: _Connection, method: str,
+                  limit: int) -> tuple[int, _Headers, bytes, bool]:
+    """The next answer on `conn`: its status, headers, at most `limit` bytes of its body
+    (gzip or deflate decoded; a small answer that decodes to gigabytes stops at `limit`),
+    and whether the connection can take the next request."""
+    version, status, lines = await _head(conn)
+    headers = _headers(lines)
+    reusable = _keeps_open(version, headers)
+    chunked = (headers.get("transfer-encoding") or "").lower() == "chunked"
+    length = None
+    if (value := headers.get("content-length")) and not chunked:
+        try:
+            length = int(value.split(",")[0])  # the first, as http.client reads it
+        except ValueError:
+            length = None
+        if length is not None and length < 0:
+            length = None
+    if status in (204, 304) or method == "HEAD":
+        body = b""
+    elif chunked:
+        body, whole = await _chunks(conn, limit)
+        reusable = reusable and whole
+    elif length is not None:
+        want = min(length, limit)
+        while len(conn.buffer) < want and not conn.closed:
+            await conn.more(want)
+        if len(conn.buffer) < want:
+            raise http.client.IncompleteRead(bytes(conn.buffer), want - len(conn.buffer))
+        body, reusable = conn.take(want), reusable and length <= limit
+    else:  # the body ends when the connection does
+        while len(conn.buffer) < limit and not conn.closed:
+            await conn.more(limit)
+        body, reusable = conn.take(limit), False
+    coding = (headers.get("content-encoding") or "").strip().lower()
+    if body and coding in ("gzip", "x-gzip", "deflate"):
+        body = _decoded(body, coding, limit)
+    return status, _Headers(headers), body, reusable and not conn.closed and not conn.buffer
+
+
+async def _chunks(conn: _Connection, limit: int) -> tuple[bytes, bool]:
+    """A chunked body, at most `limit` bytes of it, and whether it was read to its end."""
+    body = bytearray()
+    while True:
+        try:
+            size = int((await conn.line()).split(b";")[0].strip(), 16)
+            if size < 0:
+                raise ValueError(size)
+        except ValueError:
+            raise http.client.IncompleteRead(bytes(body)) from None
+        if size == 0:
+            while await conn.line():  # trailers, up to the blank line
+                pass
+            return bytes(body), True
+        capped = size >= limit - len(body)  # the rest of the body is not read
+        want = limit - len(body) if capped else size + 2  # the chunk and its line end
+        while len(conn.buffer) < want and not conn.closed:
+            await conn.more(want)
+        if len(conn.buffer) < want:
+            raise http.client.IncompleteRead(bytes(body))
+        body += conn.take(want)[:size]
+        if capped:
+            return bytes(body), False
+
+
+def _decoded(data: bytes, coding: str, limit: int) -> bytes:
+    """gzip or deflate (with its zlib header or without) decoded, at most `limit` bytes."""
+    if coding == "deflate":
+        try:
+            return zlib.decompressobj().decompress(data, limit)
+        except zlib.error:
+            return zlib.decompressobj(-zlib.MAX_WBITS).decompress(data, limit)
+    return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data, limit)
 
 
 class Crawler:
     """Many requests to a site over kept-alive connections, each under the same rules as
-    `send` (allowed addresses, the policy's total deadline, no redirects followed, answers
-    capped at `max_bytes`); safe to share between threads, each of which keeps its own
-    connection per host (so as many threads as connections at most). Close it when done.
+    `send` (every address a name has must be allowed, and the one connected to is the one
+    checked; a redirect is an answer, never followed; the policy's total deadline, after
+    which the connection is shut; answers capped at `max_bytes`). Close it when done.
 
-    http.client without urllib3 or requests on top: a verification run makes a thousand
-    requests a second, and their work per request (pools, header dicts, retries) cost three
-    times the request itself; an unchanged page's 304 is then mostly that work."""
+    asyncio's, in the thread of the run that uses it: a verification run makes a thousand
+    requests a second, most answered 304, and with a thread per connection the threads'
+    turns at the interpreter lock (taken from one core to the other at every send and
+    receive) cost more than the answers. Use within `async with`."""
+
+    HOSTS = 8  # hosts whose idle connections are kept
 
     def __init__(self, policy: Policy, user_agent: str, max_bytes: int = 4 << 20,
                  connections: int = 10):
-        self.policy, self.max_bytes = policy, max_bytes
-        self.headers = {"User-Agent": user_agent, "Accept-Encoding": "gzip", "Accept": "*/*"}
-        self.connections = connections  # the threads sharing it keep one each per host
-        self._local = threading.local()
-        self._opened: list[http.client.HTTPConnection] = []
-        self._lock = threading.Lock()
-        self._watchdog = _Watchdog()
+        self.policy, self.max_bytes, self.connections = policy, max_bytes, connections
+        self.headers = {"User-Agent": user_agent, "Accept-Encoding": "gzip, deflate",
+                        "Accept": "*/*"}
+        self._idle: dict[tuple[str, str, int], list[_Connection]] = {}
+        self._tls = ssl.create_default_context()
+        if _UNSAFE_VALUE.search(user_agent):
+            raise ValueError("a User-Agent that would end its header line early")
+        self._lines = _header_lines(self.headers)
 
-    def request(self, method: str, url: str,
-                headers: Mapping[str, str] | None = None) -> Page:
+    async def request(self, method: str, url: str,
+                      headers: Mapping[str, str] | None = None) -> Page:
         """One request; OutboundError (no status) when no answer came within the deadline."""
-        parts = _http_parts(url)
+        parts = _parts(url)
         if parts is None:
             raise OutboundError(f"{url!r} is not an http:// or https:// URL without a user "
                                 "name or password", permanent=True)
+        key, target = parts
         seconds = self.policy.timeout
-        with _Request(self.policy, seconds, self._watchdog) as request:
-            try:
-                page = self._exchange(request, method, url, parts,
-                                      {**self.headers, **(headers or {})})
-            except (http.client.HTTPException, OSError, zlib.error) as exc:
-                raise _failure(exc, request, url, seconds) from None
-            if request.expired:
-                raise _failure(TimeoutError(), request, url, seconds)
-        return page
-
-    def _exchange(self, request: _Request, method: str, url: str, parts: SplitResult,
-                  headers: dict[str, str]) -> Page:
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        conn = self._connection(parts.scheme, parts.hostname, parts.port)
-        for fresh in (conn.sock is None, True):
-            if conn.sock is None:
-                conn.timeout = request.remaining()
-                conn.connect()
-            request.opened(conn.sock)  # under this request's deadline, new or kept alive
-            conn.sock.settimeout(max(request.remaining(), 0.001))
-            try:
-                conn.request(method, target, headers=headers)
-                response = conn.getresponse()
-                break
-            except _STALE:
-                conn.close()
-                if fresh:
-                    raise
         try:
-            body, whole = self._read(response, method)
-        finally:
-            if not whole or response.will_close or not response.isclosed():
-                conn.close()  # the rest is not wanted, or cannot be told from the next answer
-        return Page(url, response.status, _Headers.of(response.msg), body)
+            if not headers:
+                lines = self._lines
+            elif any(name in self.headers for name in headers):
+                lines = _header_lines({**self.headers, **headers})
+            else:
+                lines = self._lines + _header_lines(headers)
+            head = (f"{method} {target} HTTP/1.1\r\nHost: {_host_header(*key)}\r\n"
+                    f"{lines}\r\n").encode("latin-1")
+            async with asyncio.timeout(seconds):
+                status, found, body = await self._exchange(method, key, head)
+        except OutboundError:
+            raise
+        except (http.client.HTTPException, OSError, ValueError, zlib.error) as exc:
+            # TimeoutError (an OSError) is the deadline's: the connection was shut.
+            raise _plain_failure(exc, url, seconds, isinstance(exc, TimeoutError)) from None
+        return Page(url, status, found, body)
 
-    def _read(self, response: http.client.HTTPResponse, method: str) -> tuple[bytes, bool]:
-        """At most `max_bytes` of the body, gzip decoded; and whether that was all of it."""
-        if method == "HEAD":
-            return b"", True
-        if (response.getheader("Content-Encoding") or "").strip().lower() not in ("gzip",
-                                                                                  "x-gzip"):
-            body = response.read(self.max_bytes)
-            return body, len(body) < self.max_bytes
-        decoder, body = zlib.decompressobj(16 + zlib.MAX_WBITS), bytearray()
-        while len(body) < self.max_bytes:
-            chunk = decoder.unconsumed_tail or response.read(65536)
-            if not chunk:
-                return bytes(body), True
-            body += decoder.decompress(chunk, self.max_bytes - len(body))
-        return bytes(body), False
+    async def _exchange(self, method: str, key: tuple[str, str, int],
+                        head: bytes) -> tuple[int, _Headers, bytes]:
+        conn, reused = self._reuse(key)
+        while True:
+            try:
+                if conn is None:
+                    conn = await self._connect(key)
+                conn.transport.write(head)
+                status, found, body, reusable = await _answer(conn, method, self.max_bytes)
+                break
+            except BaseException as exc:  # the deadline's cancellation too
+                if conn is not None:
+                    conn.shut()
+                # RemoteDisconnected is a ConnectionResetError too.
+                if not reused or not isinstance(exc, ConnectionResetError | BrokenPipeError):
+                    raise
+            # The host closed it while it was idle: once more, on a new connection.
+            conn, reused = None, False
+        if reusable:
+            self._keep(key, conn)
+        else:
+            conn.shut()  # the rest is not wanted, or the host closes it
+        return status, found, body
 
-    def _connection(self, scheme: str, host: str, port: int | None) -> http.client.HTTPConnection:
-        kept = self._local.__dict__.setdefault("connections", {})
-        key = (scheme, host, port)
-        conn = kept.get(key)
-        if conn is None:
-            conn = kept[key] = (_CrawlHTTPS if scheme == "https" else _CrawlHTTP)(host, port)
-            with self._lock:
-                self._opened.append(conn)
+    def _reuse(self, key: tuple[str, str, int]) -> tuple[_Connection | None, bool]:
+        """An idle connection to the host that is still open and quiet, if there is one."""
+        idle = self._idle.get(key) or []
+        while idle:
+            conn = idle.pop()
+            if not conn.closed and not conn.buffer:
+                return conn, True
+            conn.shut()
+        return None, False
+
+    async def _connect(self, key: tuple[str, str, int]) -> _Connection:
+        """A new connection, to the address checked (every one the name has is allowed)."""
+        scheme, host, port = key
+        loop = asyncio.get_running_loop()
+        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        refused = _refused(host, infos, self.policy.allow)
+        if refused:
+            raise OutboundError(refused[0], permanent=True, said=refused[1])
+        family, kind, protocol, _, sockaddr = infos[0]
+        sock = socket.socket(family, kind, protocol)
+        try:
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            await loop.sock_connect(sock, sockaddr)
+            secure = scheme == "https"
+            _, conn = await loop.create_connection(
+                _Connection, sock=sock, ssl=self._tls if secure else None,
+                server_hostname=host if secure else None)
+        except BaseException:
+            sock.close()
+            raise
         return conn
 
-    def close(self) -> None:
-        with self._lock:
-            for conn in self._opened:
-                conn.close()
-            self._opened.clear()
-        self._watchdog.stop()
+    def _keep(self, key: tuple[str, str, int], conn: _Connection) -> None:
+        idle = self._idle.get(key)
+        if idle is None:
+            if len(self._idle) >= self.HOSTS:  # the host kept first makes room
+                for old in self._idle.pop(next(iter(self._idle))):
+                    old.shut()
+            idle = self._idle[key] = []
+        if len(idle) < self.connections:
+            idle.append(conn)
+        else:
+            conn.shut()
 
-    def __enter__(self) -> Crawler:
+    def close(self) -> None:
+        idle, self._idle = self._idle, {}
+        for conns in idle.values():
+            for conn in conns:
+                conn.transport.close()
+
+    async def __aenter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc) -> None:
+    async def __aexit__(self, *exc) -> None:
         self.close()
+        await asyncio.sleep(0)  # the transports close on the loop's next turn

@@ -105,7 +105,7 @@ def _method(before: Seen | None) -> str:
     return "GET"
 
 
-def check(crawler: Crawler, scope: Scope, loc: str, before: Seen | None) -> Seen:
+async def check(crawler: Crawler, scope: Scope, loc: str, before: Seen | None) -> Seen:
     """What the live site answers for `loc` now."""
     if scope.robots.unreachable:  # the host did not answer for robots.txt: none asked again
         return Seen("unreachable", error=scope.robots.unreachable)
@@ -114,7 +114,7 @@ def check(crawler: Crawler, scope: Scope, loc: str, before: Seen | None) -> Seen
     url, method = loc, _method(before)
     for _ in range(MAX_REDIRECTS + 1):
         try:
-            answer = crawler.request(method, url, _conditional(before, url))
+            answer = await crawler.request(method, url, _conditional(before, url))
         except OutboundError as exc:
             return Seen("unreachable", final_url=url if url != loc else None, error=exc.meaning)
         location = answer.headers.get("Location")
@@ -135,7 +135,7 @@ def check(crawler: Crawler, scope: Scope, loc: str, before: Seen | None) -> Seen
                     error=f"more than {MAX_REDIRECTS} redirects")
     if answer.status == 304 and before is not None:
         if before.final_url == url and before.error is None:
-            return before  # the very check it was: the caller can tell nothing moved
+            return before  # as it was
         return replace(before, status=before.status, final_url=url, error=None)
     return _read(loc, url, answer, method, scope)
 

@@ -29,14 +29,13 @@ class Robots:
                  unreachable: str | None = None):
         self.parser, self.agent, self.note = parser, agent, note
         self.unreachable = unreachable
-        # No rule for anyone (robots.txt not there, or empty): every URL is allowed, and
-        # asking the parser, which parses each URL again, costs a verification run's 304s
-        # a sixth of their time.
-        self._open = bool(parser.mtime()) and not parser.disallow_all and (
-            parser.allow_all or (not parser.entries and parser.default_entry is None))
+        # No rules at all (no robots.txt, most often): can_fetch allows every URL, and need
+        # not read each one to say so.
+        self._no_rules = not parser.entries and parser.default_entry is None \
+            and not parser.disallow_all and parser.mtime() > 0
 
     def allowed(self, url: str) -> bool:
-        return self._open or self.parser.can_fetch(self.agent, url)
+        return self._no_rules or self.parser.can_fetch(self.agent, url)
 
 
 def _rules(lines: list[str]) -> RobotFileParser:
@@ -45,12 +44,12 @@ def _rules(lines: list[str]) -> RobotFileParser:
     return parser
 
 
-def robots_for(crawler: Crawler, base_url: str, agent: str) -> Robots:
+async def robots_for(crawler: Crawler, base_url: str, agent: str) -> Robots:
     """The rules of the base URL's host, fetched now (see the module's docstring)."""
     parts = urlsplit(base_url)
     address = f"{parts.scheme}://{parts.netloc}/robots.txt"
     try:
-        page = crawler.request("GET", address)
+        page = await crawler.request("GET", address)
     except OutboundError as exc:
         reason = plain_reason(exc)
         return Robots(_rules(["User-agent: *", "Disallow: /"]), agent,

@@ -10,10 +10,9 @@ write of the site's URLs: incremental regeneration and IndexNow carry exactly th
 
 from __future__ import annotations
 
-import time
+import asyncio
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -35,7 +34,6 @@ from webapp.verify.robots import robots_for
 from webapp.verify.settings import ignore_patterns, left_out, user_agent_of
 
 BATCH = 500  # checks written per commit
-CHUNK = 16  # URLs a worker checks in a row (see _check_all)
 SILENT = timedelta(minutes=10)  # a running run unheard of for this long has stopped
 _SEEN_FIELDS = ("outcome", "status", "final_url", "noindex", "canonical", "content_type",
                 "etag", "last_modified", "fingerprint", "error")
@@ -136,10 +134,10 @@ def _write(session: Session, site: Site, run: VerifyRun, results: list, now: dat
     """Store a batch of findings; URLs whose published entry they change get a change number."""
     outs = left_out(site.leave_out)
     dated = site.lastmod_source != "given"
-    rows, changed, same = [], [], []
-    for row, seen, before in results:
-        if seen is before and row.lastmod == row.given_lastmod:
-            same.append(row.id)  # answered 304 to what the last check saw, date unmoved
+    rows, changed, unchanged = [], [], []
+    for row, before, seen in results:
+        if seen == before and row.given_lastmod == row.lastmod:
+            unchanged.append(row.id)  # found as it was (a 304, mostly): only the run is new
             continue
         changed_at = row.content_changed_at
         fingerprint = seen.fingerprint or (before.fingerprint if before else None)
@@ -157,13 +155,16 @@ def _write(session: Session, site: Site, run: VerifyRun, results: list, now: dat
         if seen.outcome == "blocked" and before is not None:  # not fetched: keep what was seen
             values.update({name: getattr(before, name) for name in _SEEN_FIELDS
                            if name not in ("outcome", "error")})
-        rows.append(values)
+        if before is not None and row.given_lastmod == row.lastmod \
+                and changed_at == row.content_changed_at \
+                and all(values[name] == getattr(before, name) for name in _SEEN_FIELDS):
+            unchanged.append(row.id)  # what would be written is what is stored (blocked)
+        else:
+            rows.append(values)
     if rows:
         _upsert(session, rows)
-    if same:
-        # One statement for the batch's unchanged checks (a second run's 304s, mostly):
-        # writing each row whole again cost the run as much as asking the site.
-        session.execute(update(UrlCheck).where(UrlCheck.url_id.in_(same))
+    if unchanged:
+        session.execute(update(UrlCheck).where(UrlCheck.url_id.in_(unchanged))
                         .values(run_id=run.id, checked_at=now)
                         .execution_options(synchronize_session=False))
     if changed:
@@ -196,15 +197,8 @@ def verify_site(app: Flask, site_id: int,
         run.done = session.scalar(select(func.count()).select_from(UrlCheck).where(
             UrlCheck.run_id == run.id)) or 0
         session.commit()
-        note = None
         try:
-            with Crawler(settings.policy, user_agent_of(site.user_agent),
-                         connections=settings.concurrency) as crawler:
-                robots = robots_for(crawler, site.base_url, user_agent_of(site.user_agent))
-                note = robots.note
-                scope = Scope(site.base_url, robots, ignore_patterns(site.verify_ignore),
-                              site.encoding or "utf-8")
-                _check_all(session, site, run, crawler, scope, settings, progress, batch)
+            note = asyncio.run(_run(session, site, run, settings, progress, batch))
         except BaseException as exc:
             session.rollback()
             run.status, run.error = "failed", f"{type(exc).__name__}: {exc}"[:2000]
@@ -217,52 +211,60 @@ def verify_site(app: Flask, site_id: int,
         return Summary(run.id, dict(run.counts), note)
 
 
-def _check_all(session: Session, site: Site, run: VerifyRun, crawler: Crawler, scope: Scope,
-               settings: Settings, progress: Callable[[int, int], None] | None,
-               batch: int) -> None:
-    """Check the run's remaining URLs, `settings.concurrency` at a time, writing each batch.
+async def _run(session: Session, site: Site, run: VerifyRun, settings: Settings,
+               progress: Callable[[int, int], None] | None, batch: int) -> Line | None:
+    """robots.txt, then the run's remaining URLs, on this thread's own asyncio loop (see
+    outbound.Crawler); what robots.txt gave to note."""
+    agent = user_agent_of(site.user_agent)
+    async with Crawler(settings.policy, agent, connections=settings.concurrency) as crawler:
+        robots = await robots_for(crawler, site.base_url, agent)
+        scope = Scope(site.base_url, robots, ignore_patterns(site.verify_ignore),
+                      site.encoding or "utf-8")
+        await _check_all(session, site, run, crawler, scope, settings, progress, batch)
+    return robots.note
 
-    A worker takes a few URLs at once (up to CHUNK) and checks them one after the other, so
-    this thread wakes once per chunk rather than once per URL: at hundreds of URLs a second,
-    a wake-up per URL (and the lock it contends for) costs as much as the request itself."""
 
-    def work(rows: list) -> list:
-        found = []
-        for row in rows:
-            before = _before(row)
-            found.append((row, check(crawler, scope, row.loc, before), before))
-            if settings.delay:
-                time.sleep(settings.delay)  # politeness: each worker pauses between requests
-        return found
-
-    window = settings.concurrency * 2
+async def _check_all(session: Session, site: Site, run: VerifyRun, crawler: Crawler,
+                     scope: Scope, settings: Settings,
+                     progress: Callable[[int, int], None] | None, batch: int) -> None:
+    """Check the run's remaining URLs, `settings.concurrency` at a time (a task each, pausing
+    between its requests), writing each batch as it fills: the URLs are read from the
+    database a batch at a time, so memory stays flat whatever the site's size."""
     queue: deque = deque()
-    in_flight: set[Future] = set()
     finished: list = []
     after, exhausted = 0, False
-    with ThreadPoolExecutor(settings.concurrency, thread_name_prefix="verify") as pool:
-        while True:
-            if not queue and not exhausted:
-                rows = _pending(session, site.id, run.id, after, batch)
-                exhausted = len(rows) < batch
-                if rows:
-                    after = rows[-1].id
-                queue.extend(rows)
-            while queue and len(in_flight) < window:
-                # Small enough that every worker has some of what is left.
-                size = max(1, min(CHUNK, len(queue) // settings.concurrency))
-                in_flight.add(pool.submit(work, [queue.popleft()
-                                                 for _ in range(min(size, len(queue)))]))
-            if not in_flight:
-                break
-            done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
-            for future in done:
-                finished.extend(future.result())
-            while len(finished) >= batch or (finished and not in_flight and not queue
-                                              and exhausted):
-                _write(session, site, run, finished[:batch], utcnow())
-                finished = finished[batch:]
-                if progress:
-                    progress(run.done, run.total)
+
+    def next_row():
+        nonlocal after, exhausted
+        if not queue and not exhausted:
+            rows = _pending(session, site.id, run.id, after, batch)
+            exhausted = len(rows) < batch
+            if rows:
+                after = rows[-1].id
+            queue.extend(rows)
+        return queue.popleft() if queue else None
+
+    def write() -> None:
+        _write(session, site, run, finished[:batch], utcnow())
+        del finished[:batch]  # the same list: a task awaiting its check appends to it
+        if progress:
+            progress(run.done, run.total)
+
+    async def work() -> None:
+        while (row := next_row()) is not None:
+            before = _before(row)
+            seen = await check(crawler, scope, row.loc, before)
+            finished.append((row, before, seen))
+            if len(finished) >= batch:
+                write()
+            if settings.delay:
+                await asyncio.sleep(settings.delay)  # politeness: a pause between requests
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for _ in range(settings.concurrency):
+                group.create_task(work())
+    except BaseExceptionGroup as failed:
+        raise failed.exceptions[0]  # what went wrong, not that a task group failed
     if finished:
-        _write(session, site, run, finished, utcnow())
+        write()
