@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from sqlalchemy import select
 
 from tests import test_dashboard
@@ -11,8 +12,10 @@ from tests.builders import make_site
 from webapp.models import ApiToken
 from webapp.users import create_user
 
-# The dashboard tests' fixtures: a session outside any app context, and signed-in clients.
-session, as_role, post = test_dashboard.session, test_dashboard.as_role, test_dashboard.post
+# The dashboard tests' fixtures: signed-in clients.
+as_role, post = test_dashboard.as_role, test_dashboard.post
+# conftest's session, outside an app context as test_dashboard's tests have it.
+pytestmark = pytest.mark.session_outside_app_context
 
 
 def api_get(client, secret, path="/api/v1/sites"):
