@@ -149,6 +149,7 @@ def test_a_token_made_in_the_browser_keeps_urls_in_sync(app, session, server, pa
     page.goto(f"{server}/sites/shop/urls")
     assert page.get_by_text("https://shop.example.com/from-the-cms").is_visible()
     page.get_by_role("link", name="API tokens").click()
+    page.wait_for_url(f"{server}/tokens")  # count() does not wait: on the tokens page first
     row = page.locator("tbody tr").first
     assert row.locator("time").count() == 2  # made, and last used (by the request above)
     shot(page, "11-tokens")
