@@ -136,9 +136,6 @@ def _write(session: Session, site: Site, run: VerifyRun, results: list, now: dat
     dated = site.lastmod_source != "given"
     rows, changed, unchanged = [], [], []
     for row, before, seen in results:
-        if seen == before and row.given_lastmod == row.lastmod:
-            unchanged.append(row.id)  # found as it was (a 304, mostly): only the run is new
-            continue
         changed_at = row.content_changed_at
         fingerprint = seen.fingerprint or (before.fingerprint if before else None)
         if seen.fingerprint and seen.fingerprint != (before.fingerprint if before else None):
@@ -158,7 +155,7 @@ def _write(session: Session, site: Site, run: VerifyRun, results: list, now: dat
         if before is not None and row.given_lastmod == row.lastmod \
                 and changed_at == row.content_changed_at \
                 and all(values[name] == getattr(before, name) for name in _SEEN_FIELDS):
-            unchanged.append(row.id)  # what would be written is what is stored (blocked)
+            unchanged.append(row.id)  # as stored (a 304, mostly): only the run and time move
         else:
             rows.append(values)
     if rows:
