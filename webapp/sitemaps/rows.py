@@ -73,32 +73,31 @@ def _extension_streams(connection: Connection, site_id: int, images: bool, alter
     if section is None:
         low, high = _id_bounds(connection, site_id, after_id, upto_id)
 
-    def rows_of(model, columns, order_by, joined: Select):
-        statement = joined if section is not None else (
-            select(model.url_id, *columns).where(model.url_id > low, model.url_id <= high)
-            .order_by(model.url_id, *order_by))
+    def rows_of(model, columns, order_by, joined: Callable[[], Select] | None = None):
+        """The model's rows: by url id range, or (a section's) joined with their URLs, by
+        `joined()` when the model has a query of its own for that (ordered already)."""
+        if section is None:
+            statement = select(model.url_id, *columns).where(
+                model.url_id > low, model.url_id <= high).order_by(model.url_id, *order_by)
+        elif joined is not None:
+            statement = joined()
+        else:
+            statement = select(model.url_id, *columns).join(Url, Url.id == model.url_id).where(
+                *live_urls(site_id, *id_range)).order_by(model.url_id, *order_by)
         rows = connection.execute(statement, execution_options=STREAM_OPTIONS)
         results.append(rows)
         return rows
 
     streams = []
     if images:
-        columns, order_by = (UrlImage.loc, UrlImage.title, UrlImage.caption), \
-            (UrlImage.position, UrlImage.id)
-        streams.append((rows_of(UrlImage, columns, order_by, select(UrlImage.url_id, *columns)
-                                .join(Url, Url.id == UrlImage.url_id)
-                                .where(*live_urls(site_id, *id_range))
-                                .order_by(UrlImage.url_id, *order_by)), image_fragment))
+        streams.append((rows_of(UrlImage, (UrlImage.loc, UrlImage.title, UrlImage.caption),
+                                (UrlImage.position, UrlImage.id)), image_fragment))
     if alternates:
-        columns, order_by = (UrlAlternate.hreflang, UrlAlternate.href), (UrlAlternate.hreflang,)
-        streams.append((rows_of(UrlAlternate, columns, order_by,
-                                select(UrlAlternate.url_id, *columns)
-                                .join(Url, Url.id == UrlAlternate.url_id)
-                                .where(*live_urls(site_id, *id_range))
-                                .order_by(UrlAlternate.url_id, *order_by)), alternate_fragment))
+        streams.append((rows_of(UrlAlternate, (UrlAlternate.hreflang, UrlAlternate.href),
+                                (UrlAlternate.hreflang,)), alternate_fragment))
     if videos:
         streams.append((rows_of(UrlVideo, VIDEO_READ_COLUMNS, VIDEO_ORDER,
-                                site_video_rows(site_id, *id_range)), row_fragment))
+                                lambda: site_video_rows(site_id, *id_range)), row_fragment))
     return streams
 
 
