@@ -10,6 +10,7 @@ log (`server.log`) says what the crawler fetched.
 from __future__ import annotations
 
 import threading
+import time
 
 from pytest_httpserver import HTTPServer
 from werkzeug import Response
@@ -60,7 +61,20 @@ def pages(origin: str) -> dict[str, str]:
     }
 
 
-def serve(server: HTTPServer, slow_release: threading.Event | None = None) -> str:
+class SlowPage:
+    """/site/slow: it answers only once released, and notes when it was asked."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.asked_at: float | None = None
+
+    def answer(self, _request) -> Response:
+        self.asked_at = time.monotonic()
+        self.release.wait(30)  # released when the test ends
+        return Response("late", content_type="text/html")
+
+
+def serve(server: HTTPServer, slow: SlowPage | None = None) -> str:
     """Register the website on `server`; its base URL (`<origin>/site/`)."""
     origin = f"http://127.0.0.1:{server.port}"
     other_host = f"http://localhost:{server.port}"
@@ -76,12 +90,8 @@ def serve(server: HTTPServer, slow_release: threading.Event | None = None) -> st
     server.expect_request("/site/moved").respond_with_response(
         Response(status=301, headers={"Location": "/site/c"}))
     server.expect_request("/site/down").respond_with_data("gone", status=404)
-    if slow_release is not None:
-        def slow(_request):
-            slow_release.wait(30)  # released when the test ends
-            return Response("late", content_type="text/html")
-
-        server.expect_request("/site/slow").respond_with_handler(slow)
+    if slow is not None:
+        server.expect_request("/site/slow").respond_with_handler(slow.answer)
     return origin + PREFIX
 
 

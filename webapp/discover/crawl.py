@@ -22,6 +22,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from webapp.db import new_session
+from webapp.discover.pages import is_html, read_page
+from webapp.discover.review import accept
+from webapp.discover.robots import USER_AGENT, Robots, load_robots
 from webapp.errors import InvalidValue, NotFound, raise_all, rule_text
 from webapp.many_rows import among, on_postgresql
 from webapp.models import Discovery, Site, Url
@@ -29,9 +32,8 @@ from webapp.outbound import OutboundError, Policy, get_page
 from webapp.protocol import Scope
 from webapp.said import Line
 from webapp.urls import Rules
-from webapp.discover.pages import is_html, read_page
-from webapp.discover.review import accept
-from webapp.discover.robots import USER_AGENT, Robots, load_robots
+
+clock = time.monotonic  # what the time limit is read from (a test may let time pass its way)
 
 MAX_PAGE_BYTES = 2 << 20  # the links of a page are in its first 2 MiB
 MAX_FRONTIER = 100_000  # URLs waiting to be fetched or excluded: a limit on what a crawl writes
@@ -119,7 +121,7 @@ class _Crawl:
         self.session, self.site, self.limits, self.policy = session, site, limits, policy
         self.scope, self.rules = Scope(site.base_url, site.encoding), Rules.of(site)
         self.delay, self.report = delay, CrawlReport()
-        self.ends = time.monotonic() + limits.max_minutes * 60
+        self.ends = clock() + limits.max_minutes * 60
         self.robots = Robots(None)
 
     # --- the frontier ----------------------------------------------------------------------
@@ -138,7 +140,7 @@ class _Crawl:
         queued ones do; at most MAX_LINKS_PER_PAGE locs of one page are taken (the others are
         counted in the report), written with one statement, and none once time is up."""
         locs = list(dict.fromkeys(locs))
-        if not locs or depth > self.limits.max_depth or time.monotonic() >= self.ends:
+        if not locs or depth > self.limits.max_depth or clock() >= self.ends:
             return
         if len(locs) > MAX_LINKS_PER_PAGE:
             self.report.links_left += len(locs) - MAX_LINKS_PER_PAGE
@@ -179,7 +181,7 @@ class _Crawl:
         if not self.robots.allows(row.loc):
             row.state = "disallowed"  # robots.txt
             return
-        seconds = min(self.policy.timeout, self.ends - time.monotonic())
+        seconds = min(self.policy.timeout, self.ends - clock())
         try:
             page = get_page(row.loc, replace(self.policy, timeout=max(seconds, 0.05)),
                             max_bytes=MAX_PAGE_BYTES, user_agent=USER_AGENT)
@@ -244,14 +246,14 @@ class _Crawl:
             if self.report.fetched >= self.limits.max_pages:
                 self.report.stopped_by = "pages" if self.next() else None
                 break
-            if time.monotonic() >= self.ends:
+            if clock() >= self.ends:
                 self.report.stopped_by = "time"
                 break
             row = self.next()
             if row is None:
                 break
             if self.report.fetched and self.delay:
-                time.sleep(min(self.delay, max(0.0, self.ends - time.monotonic())))
+                time.sleep(min(self.delay, max(0.0, self.ends - clock())))
             self.visit(row)
             self.session.commit()
             if progress:
