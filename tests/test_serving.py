@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import gzip
 import os
 import sys
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -261,6 +263,23 @@ def test_a_change_committed_in_this_process_is_served_at_once_despite_the_cache(
         assert "no site 'shop'" in client.get("/sitemaps/shop/sitemap.xml").text
     finally:
         app.extensions["db_engine"].dispose()
+
+
+def test_an_app_let_go_is_freed_with_its_routing_table(database_url, tmp_path):
+    """The routing table's listeners sit in a registry of SQLAlchemy's that lives as long as
+    the process: they must not keep the app, its engine and its caches alive, or a process
+    that makes apps one after another (this test suite) keeps every one of them."""
+    app = create_app({"TESTING": True, "DATABASE_URL": database_url, "SECRET_KEY": "test",
+                      "INSTANCE_PATH": str(tmp_path / "instance"),
+                      "SITEMAPS_DIR": str(tmp_path / "sitemaps")})
+    with new_session(app) as session:
+        make_site(session)  # the table's listeners have seen a commit
+    assert ClosingClient(app.test_client()).get("/robots.txt", base_url=SHOP).status_code == 200
+    app.extensions["db_engine"].dispose()
+    freed = weakref.ref(app)
+    del app, session
+    gc.collect()
+    assert freed() is None
 
 
 def test_the_indexnow_key_file_holds_only_the_key(client, shop):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -171,17 +172,23 @@ class SiteRoutes:
 
     def watch(self) -> None:
         """Rebuild the table after any commit, by a session of this table's, that added,
-        removed or re-addressed a site: this process serves the change from its next request."""
+        removed or re-addressed a site: this process serves the change from its next request.
+
+        The listeners hold the table weakly: SQLAlchemy keeps a sessionmaker's listeners in a
+        registry keyed weakly by its Session class, which the sessionmaker holds, so a
+        listener holding the table (and through it the sessionmaker) would keep the class,
+        the sessionmaker and its app alive for good."""
+        table = weakref.ref(self)
 
         def flushed(session: Session, _context) -> None:
-            if _changes_sites(session):
-                after_commit(session, self.invalidate)
+            if _changes_sites(session) and (routes := table()) is not None:
+                after_commit(session, routes.invalidate)
 
         def executed(state: ORMExecuteState) -> None:
             # A site deleted by a DELETE statement (sites.delete_site), not the unit of work.
             if state.is_delete and state.bind_mapper is not None \
-                    and state.bind_mapper.class_ is Site:
-                after_commit(state.session, self.invalidate)
+                    and state.bind_mapper.class_ is Site and (routes := table()) is not None:
+                after_commit(state.session, routes.invalidate)
 
         event.listen(self._sessions, "after_flush", flushed)
         event.listen(self._sessions, "do_orm_execute", executed)
