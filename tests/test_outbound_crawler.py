@@ -1,4 +1,4 @@
-"""The Crawler (webapp.outbound): verification's kept-alive connections, on an asyncio
+"""The Crawler (webapp.outbound.crawler): verification's kept-alive connections, on an asyncio
 loop, keep every rule of outbound requests (allowed destinations, the connected address the
 checked one, redirects never followed, the total deadline, answers capped) and read what real
 servers send (chunks, gzip and deflate, HEAD, a connection the host closed while idle)."""
@@ -24,9 +24,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.probes import DripServer, wait_for
-from webapp import outbound
 from webapp.config import parse_networks
 from webapp.outbound import Crawler, OutboundError, Policy, is_http_url
+from webapp.outbound import urls as outbound_urls
 
 LOCAL = parse_networks("127.0.0.1, ::1")
 
@@ -336,13 +336,13 @@ def test_a_chunked_body_stops_at_the_cap_and_its_connection_with_it():
 def test_the_quick_reading_of_a_url_agrees_with_urlsplits(url):
     """The usual URL is read by a pattern (a twentieth of a 304's cost); what it reads, and
     whether it accepts it at all, is what urlsplit makes of it."""
-    quick = outbound._parts(url)
+    quick = outbound_urls.parts(url)
     slow_path = re.compile(r"(?!)")  # matches nothing: every URL goes through urlsplit
-    pattern, outbound._PLAIN_URL = outbound._PLAIN_URL, slow_path
+    pattern, outbound_urls._PLAIN_URL = outbound_urls._PLAIN_URL, slow_path
     try:
-        assert quick == outbound._parts(url)
+        assert quick == outbound_urls.parts(url)
     finally:
-        outbound._PLAIN_URL = pattern
+        outbound_urls._PLAIN_URL = pattern
     if quick is not None:
         assert urlsplit(url).hostname == quick[0][1]
 
