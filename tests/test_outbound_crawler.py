@@ -27,6 +27,7 @@ from tests.probes import DripServer, wait_for
 from webapp.config import parse_networks
 from webapp.outbound import Crawler, OutboundError, Policy, is_http_url
 from webapp.outbound import urls as outbound_urls
+from webapp.outbound.crawler import MAX_HEAD
 
 LOCAL = parse_networks("127.0.0.1, ::1")
 
@@ -377,3 +378,42 @@ def test_bytes_nobody_asked_for_are_not_read_as_the_next_answer():
         assert client.request("HEAD", f"{peer.url}/file").status == 200
         assert client.request("GET", f"{peer.url}/page").body == b"page"
     assert [connection for connection, _, _ in peer.log] == [1, 2]
+
+
+# What is not HTTP/1.1 (h11 reads the framing)
+
+BIG = b"a" * (MAX_HEAD + 1)
+
+
+@pytest.mark.parametrize("reply", [
+    b"HTTP/1.1 abc Broken\r\nContent-Length: 0\r\n\r\n",
+    b"SPDY/3 200 OK\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nLink: </a\x00b>\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+], ids=["status-not-a-number", "not-http", "nul-in-a-header", "two-lengths",
+        "bad-chunk-size"])
+def test_an_answer_that_is_not_valid_http_is_an_error_worth_retrying(reply):
+    with Peer(lambda *_: (reply, True)) as peer, crawler() as client, \
+            pytest.raises(OutboundError, match="will try again") as failed:
+        client.request("GET", f"{peer.url}/a")
+    assert not failed.value.permanent and failed.value.status is None
+    assert failed.value.detail.startswith("RemoteProtocolError")
+
+
+def test_a_head_that_grows_past_its_limit_is_refused_without_waiting_for_the_deadline():
+    """A server sending header bytes without end, its connection open: refused when what
+    waits to be read as a head passes MAX_HEAD, not when the deadline (a minute here) is up
+    (h11 reads a head that arrived whole in one read, however long: what one read brings is
+    bounded)."""
+    with Peer(lambda *_: b"HTTP/1.1 200 OK\r\nX-Big: " + BIG + BIG) as peer, \
+            crawler(timeout=60) as client, pytest.raises(OutboundError) as failed:
+        client.request("GET", f"{peer.url}/a")
+    assert "no answer within" not in failed.value.meaning
+    # Not because the server closed it (it does, ten seconds later).
+    assert failed.value.detail == "RemoteProtocolError: Receive buffer too long"
+
+
+def test_a_user_agent_that_would_end_its_line_is_refused():
+    with pytest.raises(ValueError, match="User-Agent"):
+        Crawler(Policy(5, LOCAL), "agent\r\nX-Evil: 1")
