@@ -65,18 +65,24 @@ class _Connection(asyncio.Protocol):
 
     async def next_event(self) -> h11.Event:
         """h11's next event of the answer, waiting for bytes as long as it needs them."""
+        if not self.heard and not self.closed:  # nothing to read yet: h11 is not asked
+            await self._arrival()
         while (event := self.http.next_event()) is h11.NEED_DATA:
             if self.closed:
                 if not self.heard:  # retried once when the connection was kept alive
                     raise ConnectionResetError("Remote end closed connection without response")
                 self.http.receive_data(b"")  # h11 ends an unframed body, or raises
                 continue
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
+            await self._arrival()
         return event
+
+    async def _arrival(self) -> None:
+        """Until more bytes arrived, or the peer closed."""
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
 
     def shut(self) -> None:
         """Close it now (the peer is not waited for: a dripping one sees it at once)."""
@@ -101,8 +107,10 @@ class _Headers(dict):
 
 def _headers(pairs: h11.Headers) -> _Headers:
     found = _Headers()
-    for raw_name, raw_value in pairs:  # names in lower case, folded lines joined (h11)
-        name, value = raw_name.decode("ascii"), raw_value.decode("iso-8859-1")
+    # raw_items: one list (iterating the Sequence itself costs a call per item); folded
+    # lines are joined by h11
+    for raw_name, raw_value in pairs.raw_items():
+        name, value = raw_name.decode("ascii").lower(), raw_value.decode("iso-8859-1")
         before = dict.get(found, name)
         dict.__setitem__(found, name, value if before is None else f"{before}, {value}")
     return found
