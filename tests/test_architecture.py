@@ -1,7 +1,7 @@
 """The layout's rules, read from the source with `ast`: which module may import what.
 
 Each concern has one home (README, "Layout"); these tests keep the seams between them where
-they are: pure protocol rules, thin models, one outbound module, packages used through their
+they are: pure protocol rules, thin models, one outbound package, packages used through their
 front doors, no import cycles.
 """
 
@@ -20,11 +20,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "webapp"
 # Packages whose `__init__` names what the rest of the app may use.
-FRONT_DOORS = ("webapp.discover", "webapp.notify", "webapp.scheduler", "webapp.sitemaps",
-               "webapp.urls", "webapp.views.public")
-# Libraries that send requests: only the outbound module may use them.
+FRONT_DOORS = ("webapp.discover", "webapp.notify", "webapp.outbound", "webapp.scheduler",
+               "webapp.sitemaps", "webapp.urls", "webapp.views.public")
+# Libraries that send requests or speak HTTP: only the outbound package's modules may use them.
 HTTP_CLIENTS = ("requests", "urllib3", "http.client", "urllib.request", "httpx", "aiohttp",
-                "google.auth.transport")
+                "google.auth.transport", "h11")
 
 
 def _module_name(path: Path) -> str:
@@ -92,7 +92,8 @@ def test_the_walker_sees_the_imports_it_judges():
             "webapp.leases"} <= app_imports("webapp.sites")
     assert "webapp.notify.ledger" in app_imports("webapp.notify.delivery")
     assert "webapp.urls.changes" in app_imports("webapp.notify.ledger")  # through the lazy door
-    assert "requests" in set(imports("webapp.outbound"))
+    assert "requests" in set(imports("webapp.outbound.session"))
+    assert "h11" in set(imports("webapp.outbound.crawler"))
 
 
 def test_protocol_imports_nothing_of_the_app_but_its_error_type():
@@ -116,13 +117,38 @@ def test_domain_code_imports_no_views_and_no_commands(package):
         assert not wrong, f"{module} imports {sorted(wrong)}"
 
 
-def test_only_the_outbound_module_sends_requests():
+def _senders_outside_outbound() -> dict[str, list[str]]:
+    """{module outside the webapp.outbound package: the HTTP libraries it imports}."""
+    found = {}
     for module in MODULES:
-        if module == "webapp.outbound":
+        if _within(module, "webapp.outbound"):
             continue
         clients = {name for name in imports(module)
                    if any(_within(name, client) for client in HTTP_CLIENTS)}
-        assert not clients, f"{module} imports {sorted(clients)}: send through webapp.outbound"
+        if clients:
+            found[module] = sorted(clients)
+    return found
+
+
+def test_only_the_outbound_package_sends_requests():
+    assert not _senders_outside_outbound(), "send through webapp.outbound"
+
+
+def test_a_module_outside_the_outbound_package_that_sends_requests_is_found(tmp_path,
+                                                                            monkeypatch):
+    """The rule above, shown to fail: a module beside the package whose name only begins
+    like it, or one elsewhere, is found; a module inside the package is not."""
+    sources = {"webapp.outbound_extra": "import requests\n",
+               "webapp.notify.sender": "from urllib3 import PoolManager\n",
+               "webapp.verify.framing": "import h11\n",
+               "webapp.outbound.extra": "import requests\n"}
+    for number, (module, source) in enumerate(sources.items()):
+        path = tmp_path / f"module{number}.py"
+        path.write_text(source)
+        monkeypatch.setitem(MODULES, module, path)
+    assert _senders_outside_outbound() == {"webapp.outbound_extra": ["requests"],
+                                           "webapp.notify.sender": ["urllib3"],
+                                           "webapp.verify.framing": ["h11"]}
 
 
 @pytest.mark.parametrize("package", FRONT_DOORS)

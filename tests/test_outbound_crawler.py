@@ -1,4 +1,4 @@
-"""The Crawler (webapp.outbound): verification's kept-alive connections, on an asyncio
+"""The Crawler (webapp.outbound.crawler): verification's kept-alive connections, on an asyncio
 loop, keep every rule of outbound requests (allowed destinations, the connected address the
 checked one, redirects never followed, the total deadline, answers capped) and read what real
 servers send (chunks, gzip and deflate, HEAD, a connection the host closed while idle)."""
@@ -24,9 +24,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.probes import DripServer, wait_for
-from webapp import outbound
 from webapp.config import parse_networks
 from webapp.outbound import Crawler, OutboundError, Policy, is_http_url
+from webapp.outbound import urls as outbound_urls
+from webapp.outbound.crawler import MAX_HEAD
 
 LOCAL = parse_networks("127.0.0.1, ::1")
 
@@ -336,13 +337,13 @@ def test_a_chunked_body_stops_at_the_cap_and_its_connection_with_it():
 def test_the_quick_reading_of_a_url_agrees_with_urlsplits(url):
     """The usual URL is read by a pattern (a twentieth of a 304's cost); what it reads, and
     whether it accepts it at all, is what urlsplit makes of it."""
-    quick = outbound._parts(url)
+    quick = outbound_urls.parts(url)
     slow_path = re.compile(r"(?!)")  # matches nothing: every URL goes through urlsplit
-    pattern, outbound._PLAIN_URL = outbound._PLAIN_URL, slow_path
+    pattern, outbound_urls._PLAIN_URL = outbound_urls._PLAIN_URL, slow_path
     try:
-        assert quick == outbound._parts(url)
+        assert quick == outbound_urls.parts(url)
     finally:
-        outbound._PLAIN_URL = pattern
+        outbound_urls._PLAIN_URL = pattern
     if quick is not None:
         assert urlsplit(url).hostname == quick[0][1]
 
@@ -377,3 +378,42 @@ def test_bytes_nobody_asked_for_are_not_read_as_the_next_answer():
         assert client.request("HEAD", f"{peer.url}/file").status == 200
         assert client.request("GET", f"{peer.url}/page").body == b"page"
     assert [connection for connection, _, _ in peer.log] == [1, 2]
+
+
+# What is not HTTP/1.1 (h11 reads the framing)
+
+BIG = b"a" * (MAX_HEAD + 1)
+
+
+@pytest.mark.parametrize("reply", [
+    b"HTTP/1.1 abc Broken\r\nContent-Length: 0\r\n\r\n",
+    b"SPDY/3 200 OK\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nLink: </a\x00b>\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+], ids=["status-not-a-number", "not-http", "nul-in-a-header", "two-lengths",
+        "bad-chunk-size"])
+def test_an_answer_that_is_not_valid_http_is_an_error_worth_retrying(reply):
+    with Peer(lambda *_: (reply, True)) as peer, crawler() as client, \
+            pytest.raises(OutboundError, match="will try again") as failed:
+        client.request("GET", f"{peer.url}/a")
+    assert not failed.value.permanent and failed.value.status is None
+    assert failed.value.detail.startswith("RemoteProtocolError")
+
+
+def test_a_head_that_grows_past_its_limit_is_refused_without_waiting_for_the_deadline():
+    """A server sending header bytes without end, its connection open: refused when what
+    waits to be read as a head passes MAX_HEAD, not when the deadline (a minute here) is up
+    (h11 reads a head that arrived whole in one read, however long: what one read brings is
+    bounded)."""
+    with Peer(lambda *_: b"HTTP/1.1 200 OK\r\nX-Big: " + BIG + BIG) as peer, \
+            crawler(timeout=60) as client, pytest.raises(OutboundError) as failed:
+        client.request("GET", f"{peer.url}/a")
+    assert "no answer within" not in failed.value.meaning
+    # Not because the server closed it (it does, ten seconds later).
+    assert failed.value.detail == "RemoteProtocolError: Receive buffer too long"
+
+
+def test_a_user_agent_that_would_end_its_line_is_refused():
+    with pytest.raises(ValueError, match="User-Agent"):
+        Crawler(Policy(5, LOCAL), "agent\r\nX-Evil: 1")

@@ -1,0 +1,44 @@
+"""Every request this server sends out (announcements, pre-flight checks, imports from a URL,
+Search Console's token, verification's crawler): the rules they all follow, and the error
+that says whether a retry can help. Use the names below; the modules are this package's own.
+
+- Only addresses the operator allows: a name is resolved and every address it has must be a
+  public one (not loopback, private, link-local, multicast or reserved) unless it is in
+  OUTBOUND_ALLOW; the connection is made to the address that was checked (guard).
+- A total deadline per request, whatever the peer does: a server that drips a byte a second
+  has its connection shut when the time is up (guard, crawler).
+- Redirects are never followed, a user name or password in a URL is refused, proxies and
+  credentials from the environment are ignored, and what is read of an answer is capped.
+
+guard      where a request may go and for how long (Policy, the address check, the deadline)
+urls       which URLs can be sent to, and how one is read
+answers    Answer, Page, OutboundError and the plain words for a failure
+reasons    why a request failed, as one of a few plain reasons (webapp.said)
+session    the guarded requests session the blocking requests use
+send       send, fetch, get_page: one blocking request each
+token      google-auth's transport for Search Console's access token
+crawler    Crawler: verification's kept-alive requests on asyncio, framed by h11
+"""
+
+from webapp.outbound.answers import (
+    EXCERPT,
+    MAX_BODY,
+    RETRYABLE,
+    USER_AGENT,
+    Answer,
+    OutboundError,
+    Page,
+    excerpt,
+    plain_reason,
+    retry_after_seconds,
+)
+from webapp.outbound.crawler import Crawler
+from webapp.outbound.guard import Address, Network, Policy, refusal
+from webapp.outbound.send import fetch, get_page, send
+from webapp.outbound.token import MAX_TOKEN_REPLY, token_transport
+from webapp.outbound.urls import address, endpoint_check, is_http_url
+
+__all__ = ["EXCERPT", "MAX_BODY", "MAX_TOKEN_REPLY", "RETRYABLE", "USER_AGENT", "Address",
+           "Answer", "Crawler", "Network", "OutboundError", "Page", "Policy", "address",
+           "endpoint_check", "excerpt", "fetch", "get_page", "is_http_url", "plain_reason",
+           "refusal", "retry_after_seconds", "send", "token_transport"]
