@@ -10,6 +10,8 @@ a schema of its own, dropped at the end):
    task generates them (`jobs.generate_many_if_due`, a batch of `queue.BATCH` sites at a time),
    against one site of 200,000 URLs generated once (target: the 2,000 take at most 3x the
    one); 2,000 more with their announcements planned too (`jobs.regenerate_many_if_due`);
+   `--history N` measures sites that have run N times before, each run publishing a new set
+   (`with_history`: a site's cost should not grow with its history);
    `--profile N` prints the top of a cProfile of N more small sites' runs (where the per-site
    time goes); and 2,000 more shared by two worker processes, each taking the next batch
    when done with one (target on PostgreSQL: at most 0.6x the time of one; none on SQLite,
