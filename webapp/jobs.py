@@ -51,8 +51,8 @@ def _start(session: Session, site: Site, **fields) -> Generation:
     """A committed record for a new run. The caller holds the site's lease, so a run of the
     site still marked running stopped without being able to say so."""
     now = utcnow()
-    session.execute(update(Generation).where(Generation.site_id == site.id, UNFINISHED_RUN)
-                    .values(status="failed", finished_at=now, error="interrupted: the run stopped unfinished"))
+    session.execute(update(Generation).where(Generation.site_id == site.id, UNFINISHED_RUN).values(
+        status="failed", finished_at=now, error="interrupted: the run stopped unfinished"))
     generation = Generation(site_id=site.id, status="running", started_at=now, **fields)
     session.add(generation)
     session.commit()
