@@ -10,6 +10,8 @@ a schema of its own, dropped at the end):
    task generates them (`jobs.generate_many_if_due`, a batch of `queue.BATCH` sites at a time),
    against one site of 200,000 URLs generated once (target: the 2,000 take at most 3x the
    one); 2,000 more with their announcements planned too (`jobs.regenerate_many_if_due`);
+   `--history N` measures sites that have run N times before, each run publishing a new set
+   (`with_history`: a site's cost should not grow with its history);
    `--profile N` prints the top of a cProfile of N more small sites' runs (where the per-site
    time goes); and 2,000 more shared by two worker processes, each taking the next batch
    when done with one (target on PostgreSQL: at most 0.6x the time of one; none on SQLite,
@@ -93,8 +95,8 @@ def load(url: str, table: str, columns: tuple[str, ...], rows) -> None:
             with cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
                 for row in rows:
                     copy.write_row(row)
-            if table == "sites":
-                cur.execute("SELECT setval('sites_id_seq', (SELECT max(id) FROM sites))")
+            if "id" in columns:  # rows given their ids: the sequence goes on after them
+                cur.execute(f"SELECT setval('{table}_id_seq', (SELECT max(id) FROM {table}))")
             cur.execute(f"VACUUM ANALYZE {table}")  # as autovacuum would, a minute later
 
 
@@ -132,6 +134,77 @@ def add_sites(url: str, first: int, count: int, urls_each: int, history: bool = 
     load(url, "deliveries", DELIVERY_COLUMNS,
          ((n, engine, "failed" if n % 30 == 0 and engine == "indexnow" else "delivered", 1, 8,
            urls_each, when(n, 2)) for n in ids if n % 10 == 0 for engine in ("indexnow", "gsc")))
+
+
+GENERATION_COLUMNS = ("id", "site_id", "status", "started_at", "finished_at", "url_count",
+                      "file_count", "bytes", "layout", "trigger")
+FILE_COLUMNS = ("generation_id", "name", "kind", "url_count", "bytes", "gzip_bytes", "sha256",
+                "first_url_id", "last_url_id", "lastmod")
+
+
+def _touch(url: str, first: int, count: int, round_: int) -> None:
+    """Change one URL of each of sites first..first+count-1 (its lastmod, to one of this
+    `round_`), so that their next run writes and publishes a new set, not "unchanged"."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        connection.execute(text("UPDATE urls SET lastmod = :lastmod WHERE site_id >= :first "
+                                "AND site_id < :end AND loc LIKE '%/page/000000'"),
+                           {"lastmod": f"2026-{1 + round_ // 28 % 12:02d}-{1 + round_ % 28:02d}",
+                            "first": first, "end": first + count})
+    engine.dispose()
+
+
+def with_history(app, url: str, first: int, count: int, history: int) -> None:
+    """Give sites first..first+count-1 `history` generations each, as that many runs that each
+    published a new set leave them: the newest SITEMAP_KEEP_GENERATIONS run for real (their
+    sets kept, the older pruned by the runs themselves), those before inserted as pruned runs
+    are left (a generation and its file list, no stored files, no bodies). Then a URL of each
+    site is changed, so that the measured run publishes a new set (and prunes one), as the
+    runs before it did."""
+    from sqlalchemy import create_engine, text
+
+    if not history:
+        return
+    real = min(history, app.config["SITEMAP_KEEP_GENERATIONS"])
+    engine = create_engine(url)
+    with engine.connect() as connection:
+        next_id = connection.scalar(text("SELECT coalesce(max(id), 0) + 1 FROM generations"))
+    engine.dispose()
+    sqlite = url.startswith("sqlite")
+    rows = [(next_id + n, site_id, n) for n, (site_id, _) in enumerate(
+        (site_id, old) for old in range(history - real) for site_id in range(first, first + count))]
+    when = datetime.now(UTC).replace(microsecond=0) - timedelta(days=history)
+
+    def stamp(n: int):
+        moment = when + timedelta(seconds=n)
+        return moment.isoformat(sep=" ") if sqlite else moment
+
+    if rows:
+        load(url, "generations", GENERATION_COLUMNS, (
+            (id_, site_id, "succeeded", stamp(n), stamp(n), 100, 1, 9000, "0" * 64, "schedule")
+            for id_, site_id, n in rows))
+        load(url, "generation_files", FILE_COLUMNS, (
+            (id_, "sitemap.xml", "urlset", 100, 9000, 1500, uuid.uuid4().hex * 2, None, None,
+             "2025-01-01T00:00:00+00:00") for id_, _, _ in rows))
+    for round_ in range(real + 1):
+        if round_:
+            _touch(url, first, count, round_)
+        if round_ < real:
+            _in_batches(app, _due(url, first, count))
+
+
+def history_rows(url: str) -> str:
+    """The sizes of the tables a site's history fills, to print."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    with engine.connect() as connection:
+        counts = [f"{connection.scalar(text(f'SELECT count(*) FROM {table}')):,} {table}"
+                  for table in ("generations", "generation_files", "stored_files")]
+    engine.dispose()
+    return ", ".join(counts)
 
 
 def make_app(url: str, folder: Path, broker: str | None = None):
@@ -246,10 +319,12 @@ def _in_batches(app, site_ids: list[int], announce: bool = False) -> None:
         assert set(outcome.values()) == {"succeeded"}, outcome
 
 
-def generation_figures(app, url: str, small: int, urls_each: int, big_urls: int, profile: int):
+def generation_figures(app, url: str, small: int, urls_each: int, big_urls: int, profile: int,
+                       history: int = 0):
     """Seconds to generate sites 1..`small` as workers do (in batches), the same for as many
     more with their announcements planned, and one site of `big_urls`; with `profile`, the top
-    of a profile of as many more small sites' runs."""
+    of a profile of as many more small sites' runs. With `history`, the small sites have run
+    that many times before (`with_history`)."""
     from webapp import jobs
     from webapp.tasks.queue import BATCH
 
@@ -257,6 +332,7 @@ def generation_figures(app, url: str, small: int, urls_each: int, big_urls: int,
     # statements, imports, connections), as the two workers below do before they are timed.
     add_sites(url, 20 * small, BATCH, urls_each, history=False)
     _in_batches(app, _due(url, 20 * small, BATCH))
+    with_history(app, url, 1, small, history)
     ids = _due(url, 1, small)
     start, cpu = time.perf_counter(), time.process_time()
     _in_batches(app, ids)
@@ -268,6 +344,7 @@ def generation_figures(app, url: str, small: int, urls_each: int, big_urls: int,
     one = time.perf_counter() - start
     assert run.status == "succeeded" and run.url_count == big_urls, (run.status, run.error)
     add_sites(url, big_id + 1, small, urls_each, history=False)
+    with_history(app, url, big_id + 1, small, history)
     ids = _due(url, big_id + 1, small)
     start = time.perf_counter()
     _in_batches(app, ids, announce=True)
@@ -313,15 +390,16 @@ def _regenerate_share(url: str, folder: str, warm_up: list[int], batches, ready,
     app.extensions["db_engine"].dispose()
 
 
-def two_workers(url: str, folder: Path, first: int, count: int, urls_each: int,
-                ) -> tuple[float, list[tuple[float, int, float]]]:
+def two_workers(app, url: str, folder: Path, first: int, count: int, urls_each: int,
+                history: int = 0) -> tuple[float, list[tuple[float, int, float]]]:
     """Seconds for two processes to generate `count` more small sites, a batch at a time,
     each taking the next batch when it is done with one, as the broker hands out what the
-    clock queued; and per worker, when it was done, how many batches it took and its CPU
-    seconds."""
+    clock queued (with `history`, sites that have run that many times before); and per
+    worker, when it was done, how many batches it took and its CPU seconds."""
     from webapp.tasks.queue import BATCH
 
     add_sites(url, first, count + 2 * BATCH, urls_each, history=False)
+    with_history(app, url, first, count, history)
     warm_up = _due(url, first + count, 2 * BATCH)
     ids = _due(url, first, count)
     context = multiprocessing.get_context("spawn")
@@ -377,13 +455,18 @@ def measure(kind: str, server_url: str | None, folder: Path, args) -> list[str]:
         add_sites(url, 1, args.small_sites, args.urls_per_site, history=False)
         loaded = time.perf_counter() - start
         app = make_app(url, folder / "a")
-        many, many_cpu, announced, one, profiled = generation_figures(app, url, args.small_sites, args.urls_per_site,
-                                                 args.big_site, args.profile)
+        many, many_cpu, announced, one, profiled = generation_figures(
+            app, url, args.small_sites, args.urls_per_site, args.big_site, args.profile,
+            args.history)
         figures = api_figures(app, args.small_sites, args.rounds)  # every site has a run now
         lines.append(f"{kind:10} {args.small_sites:>6} {args.small_sites * args.urls_per_site:>9}"
                      f" API list  first page {figures['first page'] * 1000:7.1f} ms, 90% deep "
                      f"{figures['90% deep'] * 1000:7.1f} ms, all {figures['pages']} pages "
                      f"{figures['walk all']:.2f} s  (loaded in {loaded:.1f} s)")
+        if args.history:
+            lines.append(f"{kind:10} history: each small site ran {args.history} times before "
+                         f"(the newest {min(args.history, app.config['SITEMAP_KEEP_GENERATIONS'])}"
+                         f" for real, a URL changed before each), {history_rows(url)}")
         lines.append(f"{kind:10} generation: {args.small_sites} sites x {args.urls_per_site} URLs"
                      f" in the worker's batches {many:.2f} s ({many / args.small_sites * 1000:.2f} "
                      f"ms a site); one site of {args.big_site:,} URLs {one:.2f} s; ratio "
@@ -393,8 +476,8 @@ def measure(kind: str, server_url: str | None, folder: Path, args) -> list[str]:
                      f"site), {announced / one:.2f}x the one site")
         if profiled:
             lines.append(f"{kind:10} profile of {args.profile} more small sites' runs:\n{profiled}")
-        both, workers = two_workers(url, folder / "a", 10 * args.small_sites, args.small_sites,
-                                    args.urls_per_site)
+        both, workers = two_workers(app, url, folder / "a", 10 * args.small_sites,
+                                    args.small_sites, args.urls_per_site, args.history)
         # SQLite lets one writer in at a time, and a batch writes from its first statement
         # to its commit: a second worker cannot halve the time, and no target is set there.
         target = "target <= 0.6x" if server_url else "no target: SQLite has one writer"
@@ -446,6 +529,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="profile N of the small sites' runs and print the top entries")
+    parser.add_argument("--history", type=int, default=0, metavar="N",
+                        help="the small sites have run N times before they are measured, each "
+                             "run publishing a new set (default: their first run is measured)")
     parser.add_argument("--postgresql", default=os.environ.get("TEST_POSTGRESQL_URL"),
                         help="also measure on this PostgreSQL database, in a schema of its own")
     parser.add_argument("--redis", default=os.environ.get("TEST_REDIS_URL"),

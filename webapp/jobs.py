@@ -21,7 +21,7 @@ from webapp import leases, many_rows, notify
 from webapp.db import new_session
 from webapp.errors import NotFound
 from webapp.leases import SiteBusy
-from webapp.models import Generation, Site, utcnow
+from webapp.models import UNFINISHED_RUN, Generation, Site, utcnow
 from webapp.said import Line, said, said_plural
 from webapp.scheduler import next_run
 from webapp.sitemaps import (
@@ -51,9 +51,8 @@ def _start(session: Session, site: Site, **fields) -> Generation:
     """A committed record for a new run. The caller holds the site's lease, so a run of the
     site still marked running stopped without being able to say so."""
     now = utcnow()
-    session.execute(update(Generation).where(
-        Generation.site_id == site.id, Generation.status.in_(("running", "publishing")),
-    ).values(status="failed", finished_at=now, error="interrupted: the run stopped unfinished"))
+    session.execute(update(Generation).where(Generation.site_id == site.id, UNFINISHED_RUN).values(
+        status="failed", finished_at=now, error="interrupted: the run stopped unfinished"))
     generation = Generation(site_id=site.id, status="running", started_at=now, **fields)
     session.add(generation)
     session.commit()
@@ -465,8 +464,7 @@ def _record_small_runs(session: Session, store, owner: str, runs, scheduled: set
     started = utcnow()
     site_ids = [run.site.id for run in runs]
     session.execute(update(Generation).where(
-        many_rows.among(session, Generation.site_id, site_ids),
-        Generation.status.in_(("running", "publishing")),
+        many_rows.among(session, Generation.site_id, site_ids), UNFINISHED_RUN,
     ).values(status="failed", finished_at=started,
              error="interrupted: the run stopped unfinished"))
     table = Generation.__table__

@@ -19,11 +19,15 @@ from sqlalchemy import (
     UniqueConstraint,
     false,
     func,
+    literal_column,
     text,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from webapp.db import Base, UTCDateTime
+
+# Percent of each page of `sites` filled by inserts on PostgreSQL (see Site).
+SITES_FILLFACTOR = 70
 
 # The protocol caps a loc at 2,048 characters; IndexNow and Search Console share that ceiling.
 URL_LENGTH = 2048
@@ -51,6 +55,10 @@ class Timestamps:
 
 class Site(Timestamps, Base):
     __tablename__ = "sites"
+    # Every run rewrites its site's row (lease, schedule, published set): room left on each
+    # page lets PostgreSQL write the new version beside the old one, touching no index (a
+    # "HOT" update), instead of a new place and an entry in each index per run.
+    __table_args__ = {"postgresql_with": {"fillfactor": SITES_FILLFACTOR}}
 
     id: Mapped[int] = mapped_column(primary_key=True)
     slug: Mapped[str] = mapped_column(String(64), unique=True)
@@ -290,11 +298,19 @@ class Generation(Base):
 
     __tablename__ = "generations"
     # A site's newest run by one index probe (the sites page sorts by it); whether a site has
-    # ever failed from a small index of failures alone.
+    # ever failed from a small index of failures alone. A run reads its site's newest
+    # successful runs (its last files, the sets kept) and marks its unfinished ones failed
+    # through indexes of those alone: as many rows whatever the site's history.
     __table_args__ = (
         Index("ix_generations_site_id_id", "site_id", "id"),
         Index("ix_generations_failed_site_id", "site_id", sqlite_where=text("status = 'failed'"),
               postgresql_where=text("status = 'failed'")),
+        Index("ix_generations_succeeded_site_id_id", "site_id", "id",
+              sqlite_where=text("status = 'succeeded'"),
+              postgresql_where=text("status = 'succeeded'")),
+        Index("ix_generations_unfinished_site_id", "site_id",
+              sqlite_where=text("status IN ('running', 'publishing')"),
+              postgresql_where=text("status IN ('running', 'publishing')")),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -325,6 +341,13 @@ class Generation(Base):
 
     def __repr__(self) -> str:
         return f"<Generation {self.id} site={self.site_id} {self.status}>"
+
+
+# Conditions on a run's status written as literals, not parameters, so that the planner can
+# use the partial indexes above (a prepared statement's generic plan cannot with parameters).
+SUCCEEDED_RUN = Generation.status == literal_column("'succeeded'")
+UNFINISHED_RUN = Generation.status.in_([literal_column("'running'"),
+                                        literal_column("'publishing'")])
 
 
 # What may start a run: the site's schedule, a change of its URLs, the dashboard's button, the

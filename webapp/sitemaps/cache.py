@@ -25,6 +25,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 from werkzeug.http import http_date
 
+from webapp import many_rows
 from webapp.errors import NotFound
 from webapp.models import FileBodyPart, StoredFile
 
@@ -157,6 +158,28 @@ class NodeCache:
                     removed += 1
             except FileNotFoundError:
                 continue
+        return removed
+
+    def drop(self, digests: set[str], grace: float = TRIM_GRACE) -> int:
+        """Drop from this node's cache those of the bodies of `digests` that no kept generation
+        names any more: a prune's, which looks at the bodies it stopped naming alone, not at
+        every site's (`trim`, which a serving node runs every TRIM_SECONDS, removes the
+        renderings and what other nodes cached). How many files went."""
+        if not digests:
+            return 0
+        with self._sessions() as session:
+            named = set(session.scalars(select(StoredFile.digest).where(
+                many_rows.among(session, StoredFile.digest, digests))))
+        removed = 0
+        limit = time.time() - grace
+        for digest in digests - named:
+            for path in (self.bodies / digest, self.bodies / f"{digest}.gz"):
+                try:
+                    if path.stat().st_mtime < limit:
+                        path.unlink()
+                        removed += 1
+                except FileNotFoundError:
+                    continue
         return removed
 
     def remember(self, key: str, published: PublishedSet) -> None:

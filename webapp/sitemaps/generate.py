@@ -18,6 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from webapp.models import (
+    SUCCEEDED_RUN,
     Generation,
     GenerationFile,
     Site,
@@ -57,7 +58,7 @@ class Published:
 def _previous_files(session: Session, site_id: int) -> tuple[int | None, dict[str, GenerationFile]]:
     """The last successful generation of the site and its files by name."""
     latest = session.scalar(
-        select(Generation.id).where(Generation.site_id == site_id, Generation.status == "succeeded")
+        select(Generation.id).where(Generation.site_id == site_id, SUCCEEDED_RUN)
         .order_by(Generation.id.desc()).limit(1))
     if latest is None:
         return None, {}

@@ -30,14 +30,34 @@ from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
-from sqlalchemy import ColumnElement, bindparam, case, delete, exists, insert, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    and_,
+    bindparam,
+    case,
+    delete,
+    exists,
+    insert,
+    or_,
+    select,
+    true,
+    update,
+)
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 from werkzeug.http import http_date
 
 from webapp import many_rows
 from webapp.db import after_commit
-from webapp.models import FileBody, FileBodyPart, Generation, Site, StoredFile, utcnow
+from webapp.models import (
+    SUCCEEDED_RUN,
+    FileBody,
+    FileBodyPart,
+    Generation,
+    Site,
+    StoredFile,
+    utcnow,
+)
 from webapp.sitemaps.build import gzip_writer
 from webapp.sitemaps.cache import (
     PART_BYTES,
@@ -56,6 +76,8 @@ EXPORT_MARKER = ".sitemap-export-{key}.json"
 PUBLIC_MODE = 0o644
 SETS_KEPT = 1024  # file lists kept in memory per process, the most recently used
 TRIM_SECONDS = 600  # how often a serving node drops cached bodies no kept generation names
+# A prune looks at a site's newest PRUNE_WINDOW x keep successful runs for sets to drop.
+PRUNE_WINDOW = 2
 
 
 class Entry(NamedTuple):
@@ -447,15 +469,33 @@ class SitemapStore:
     def stale_generations(session: Session, published: dict[int, int | None],
                           keep: int) -> list[int]:
         """Of the sites of `published` (site id: its published generation), the generations
-        whose files are kept beyond the newest `keep` (never the published one)."""
+        whose files are kept beyond the newest `keep` (never the published one).
+
+        Sets are kept of successful runs alone, and each run prunes: only a site's newest
+        `PRUNE_WINDOW * keep` successful runs are looked at, through an index of those, so a
+        prune reads as many rows whatever the number of runs the site has had. (A set left
+        by more failed prunes in a row than that stays, as it would were it not found.)"""
         if not published:
             return []
+        recent = (select(Generation.id).where(Generation.site_id == Site.id, SUCCEEDED_RUN)
+                  .order_by(Generation.id.desc()).limit(PRUNE_WINDOW * keep))
+        if many_rows.on_postgresql(session):
+            window = recent.lateral("recent")
+            rows = select(Site.id, window.c.id).select_from(Site).join(window, true())
+        else:  # no LATERAL: the window as a list each generation of the site is looked up in
+            rows = select(Site.id, Generation.id).join(Generation, and_(
+                Generation.site_id == Site.id, SUCCEEDED_RUN,
+                Generation.id.in_(recent.correlate(Site))))
+        generation = rows.selected_columns[1]
+        # Asked row by row, an index probe each: an EXISTS may be planned as a hash of the
+        # whole table (of every site's sets), a LIMIT 1 is not.
+        stored = (select(StoredFile.generation_id).where(StoredFile.generation_id == generation)
+                  .limit(1).correlate_except(StoredFile).scalar_subquery())
         kept: dict[int, list[int]] = {}
-        for site_id, generation in session.execute(
-                select(Generation.site_id, StoredFile.generation_id).distinct()
-                .join(Generation, Generation.id == StoredFile.generation_id)
-                .where(many_rows.among(session, Generation.site_id, published))):
-            kept.setdefault(site_id, []).append(generation)
+        for site_id, generation_id, files in session.execute(rows.add_columns(stored).where(
+                many_rows.among(session, Site.id, published))):
+            if files is not None:
+                kept.setdefault(site_id, []).append(generation_id)
         return [generation for site_id, generations in kept.items()
                 for generation in sorted(generations, reverse=True)[keep:]
                 if generation != published[site_id]]
@@ -468,7 +508,10 @@ class SitemapStore:
             session.execute(delete(StoredFile).where(StoredFile.generation_id.in_(removed)))
             session.commit()
             self._drop_unnamed_bodies(session, named)
-        self._trim_quietly()
+        try:
+            self.cache.drop(named)
+        except (SQLAlchemyError, OSError):
+            log.exception("cannot drop pruned bodies from the cache")
 
     @staticmethod
     def _drop_unnamed_bodies(session: Session, among: set[str] | None = None) -> None:

@@ -26,11 +26,12 @@ from functools import cache
 from operator import itemgetter
 from typing import NamedTuple
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from webapp import many_rows
 from webapp.models import (
+    SUCCEEDED_RUN,
     Generation,
     GenerationFile,
     Site,
@@ -232,16 +233,16 @@ def _url_fragments(session: Session, sites: Sequence[Site]) -> dict[int, SiteUrl
 
 def _previous_files(session: Session, site_ids: list[int],
                     ) -> dict[int, tuple[int, dict[str, GenerationFile]]]:
-    """Per site, its last successful generation and that generation's files by name."""
-    latest = select(func.max(Generation.id)).where(
-        many_rows.among(session, Generation.site_id, site_ids),
-        Generation.status == "succeeded",
-    ).group_by(Generation.site_id)
+    """Per site, its last successful generation and that generation's files by name: one
+    index probe a site for the generation (not every run it ever had), one for its files."""
+    newest = (select(Generation.id).where(Generation.site_id == Site.id, SUCCEEDED_RUN)
+              .order_by(Generation.id.desc()).limit(1).correlate(Site).scalar_subquery())
+    latest = select(Site.id.label("site_id"), newest.label("generation_id")).where(
+        many_rows.among(session, Site.id, site_ids)).subquery()
     found: dict[int, tuple[int, dict[str, GenerationFile]]] = {}
     for site_id, file in session.execute(
-            select(Generation.site_id, GenerationFile)
-            .join(Generation, Generation.id == GenerationFile.generation_id)
-            .where(GenerationFile.generation_id.in_(latest))):
+            select(latest.c.site_id, GenerationFile)
+            .join(GenerationFile, GenerationFile.generation_id == latest.c.generation_id)):
         found.setdefault(site_id, (file.generation_id, {}))[1][file.name] = file
     return found
 
