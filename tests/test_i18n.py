@@ -457,6 +457,23 @@ def test_the_spacing_check_finds_each_kind_of_stray_or_missing_space():
         "no space beside Latin"]
 
 
+def test_a_name_people_write_in_japanese_is_set_in_brackets_not_spaced(app, session):
+    """A site's or token's name may be Japanese, so a message cannot space it as Latin: it is
+    quoted with 「」, which reads right whichever script the name is in."""
+    client = signed_in(app, session, language="ja")
+    created = client.post("/sites/new", data={
+        "name": "日本のお店", "base_url": "https://shop.example.jp/", "encoding": "utf-8",
+        "csrf_token": client.csrf}, follow_redirects=True)
+    create_token(session, session.scalar(select(User)), "社内の管理画面", "read", None)
+    session.commit()
+    pages = [created.text] + [client.get(path).text for path in (
+        "/sites/shop-example-jp/settings", "/sites/shop-example-jp/delete", "/tokens")]
+    text = " ".join(pages)  # the token's question is a data-confirm attribute
+    for sentence in ("「日本のお店」を作成しました。", "「日本のお店」を削除…",
+                     "「日本のお店」を削除しますか？", "「社内の管理画面」を無効にしますか？"):
+        assert sentence in text
+
+
 def test_the_catalog_check_finds_missing_english_and_mismatched_translations():
     from babel.messages.catalog import Catalog
 
