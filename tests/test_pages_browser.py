@@ -119,6 +119,37 @@ def test_every_page_fits_a_phone_without_sideways_scrolling(browser, server, see
     assert too_wide == {}, f"pages wider than {PHONE} px: {too_wide}"
 
 
+def test_on_a_phone_what_labels_a_thing_stays_beside_it(browser, server, seeded):
+    """Things the 390 px screenshots showed apart: a chart legend's key at the end of one line
+    and its words on the next, a site's second announcement under the cell's label instead of
+    beside it, and a sitemap view's cells wider than their table."""
+    page = open_as(browser, server, "ja")
+    page.set_viewport_size({"width": PHONE, "height": 844})
+    page.goto(f"{server}/sites/{seeded['slug']}")
+    gaps = page.evaluate("""() => [...document.querySelectorAll('.chart-legend .key')].map(key => {
+        const words = document.createRange();
+        words.selectNodeContents(key.nextSibling);
+        const first = words.getClientRects()[0], box = key.getBoundingClientRect();
+        return [Math.round(first.left - box.right), Math.round(first.top - box.top)];
+    })""")
+    assert len(gaps) == 2 and all(0 <= left < 16 and abs(top) < 12 for left, top in gaps), gaps
+    page.goto(f"{server}/")
+    lefts = page.evaluate("""() => {
+        const cell = [...document.querySelectorAll('table.sites td')].find(
+            td => td.querySelectorAll('.status').length === 2);  // two engines announced
+        const start = cell.getBoundingClientRect().left;
+        return [...cell.querySelectorAll('.status')].map(
+            badge => Math.round(badge.getBoundingClientRect().left - start));
+    }""")
+    assert len(lefts) == 2 and min(lefts) > 100, f"announcements under their label: {lefts}"
+    page.goto(f"{server}/sitemaps/{seeded['slug']}/view/sitemap.xml")
+    outside = page.evaluate("""() => [...document.querySelectorAll('td')].filter(td =>
+        td.getBoundingClientRect().right > td.closest('table').getBoundingClientRect().right + 0.5
+    ).length""")
+    assert outside == 0, f"{outside} cells of the sitemap view are wider than their table"
+    page.context.close()
+
+
 def _readable(violations: list[dict]) -> str:
     return "\n".join(
         f"  {v['impact']}: {v['id']}: {v['help']} ({len(v['nodes'])}x, e.g. "
