@@ -150,6 +150,38 @@ def test_on_a_phone_what_labels_a_thing_stays_beside_it(browser, server, seeded)
     page.context.close()
 
 
+BROKEN_WORDS = r"""() => {
+    const broken = [];
+    const places = 'h1, h2, h3, th, label, legend, summary, button, .tabs a, nav a, dt';
+    for (const el of document.querySelectorAll(places)) {
+        const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+        for (let text = walker.nextNode(); text; text = walker.nextNode()) {
+            // words, not names in a list such as loc,lastmod,images (those break at a comma)
+            for (const word of text.textContent.matchAll(/(?<![,_])\b[A-Za-z]{4,}\b(?![,_])/g)) {
+                const range = document.createRange();
+                range.setStart(text, word.index);
+                range.setEnd(text, word.index + word[0].length);
+                const lines = new Set([...range.getClientRects()].filter(r => r.width)
+                                      .map(r => Math.round(r.top)));
+                if (lines.size > 1) broken.push(`${el.tagName.toLowerCase()}: ${word[0]}`);
+            }
+        }
+    }
+    return broken;
+}"""
+
+
+def test_no_heading_label_or_button_breaks_an_english_word_in_two(browser, server, seeded):
+    broken = {}
+    for name, page in each_page(browser, server, seeded, "en"):
+        for width in (DESKTOP, PHONE):
+            page.set_viewport_size({"width": width, "height": 900})
+            found = page.evaluate(BROKEN_WORDS)
+            if found:
+                broken[f"{name} at {width} px"] = found
+    assert broken == {}, f"words broken across lines: {broken}"
+
+
 def _readable(violations: list[dict]) -> str:
     return "\n".join(
         f"  {v['impact']}: {v['id']}: {v['help']} ({len(v['nodes'])}x, e.g. "
