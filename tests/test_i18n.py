@@ -443,6 +443,17 @@ def test_japanese_has_no_half_width_space_between_words_and_particles():
     assert spacing_problems(japanese) == []
 
 
+def test_japanese_words_in_parentheses_take_full_width_ones():
+    """（robots.txt に従い）as the rest of the catalog writes it, not (robots.txt に従い)."""
+    with open(CATALOG, "rb") as handle:
+        japanese = read_po(handle, locale="ja")
+    half_width = [text for message in japanese if message.id for text in (
+        message.string if isinstance(message.string, tuple) else (message.string,))
+        if any(JAPANESE.search(inside) for inside in re.findall(
+            r"\(([^()]*)\)", PLACEHOLDER.sub("", text or "")))]
+    assert half_width == []
+
+
 def test_the_spacing_check_finds_each_kind_of_stray_or_missing_space():
     from babel.messages.catalog import Catalog
 
