@@ -182,6 +182,6 @@ def test_the_import_discover_and_engine_pages_name_the_site_decoded(app, client)
         # hovering shows the stored form; links go to it and to the slug (xn--r8jz45g-jp)
         shown = re.sub(r'(title|href|action)="[^"]*"', "", text)
         assert "https://例え.jp/" in shown and "xn--" not in shown, (page, re.findall(
-            r".{60}xn--.{30}", shown, re.S))
+            r".{60}xn--.{30}", shown, re.DOTALL))
     settings = client.get(f"/sites/{slug}/settings").get_data(as_text=True)
     assert "What /robots.txt on 例え.jp will answer:" in settings
