@@ -150,6 +150,17 @@ def test_on_a_phone_what_labels_a_thing_stays_beside_it(browser, server, seeded)
     page.context.close()
 
 
+def test_delete_this_url_stands_apart_from_save(browser, server, seeded):
+    page = open_as(browser, server, "en")
+    for width in (DESKTOP, PHONE):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(f"{server}/sites/{seeded['slug']}/urls/{seeded['url_id']}")
+        save = page.get_by_role("button", name="Save", exact=True).bounding_box()
+        delete = page.get_by_role("button", name="Delete this URL").bounding_box()
+        assert delete["y"] - (save["y"] + save["height"]) >= 24, (width, save, delete)
+    page.context.close()
+
+
 BROKEN_WORDS = r"""() => {
     const broken = [];
     const places = 'h1, h2, h3, th, label, legend, summary, button, .tabs a, nav a, dt';
