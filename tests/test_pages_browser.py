@@ -147,6 +147,13 @@ def test_on_a_phone_what_labels_a_thing_stays_beside_it(browser, server, seeded)
         td.getBoundingClientRect().right > td.closest('table').getBoundingClientRect().right + 0.5
     ).length""")
     assert outside == 0, f"{outside} cells of the sitemap view are wider than their table"
+    split = page.evaluate("""() => [...document.querySelectorAll('td[data-label]')].filter(td => {
+        const words = document.createRange();
+        words.selectNodeContents(td);
+        return new Set([...words.getClientRects()].filter(r => r.width && r.height < 40)
+                       .map(r => Math.round(r.bottom))).size > 1;
+    }).map(td => td.textContent)""")
+    assert split == [], f"a lastmod beside its label broken over two lines: {split}"
     page.context.close()
 
 

@@ -49,7 +49,7 @@
             table, tbody, tr, td { display: block; width: 100%; box-sizing: border-box; }
             tr { border-bottom: 1px solid #ddd; padding: .3rem 0; }
             td { border: none; padding: .1rem .3rem; overflow-wrap: anywhere; }
-            td[data-label]::before { content: attr(data-label); display: inline-block; min-width: 8rem; padding-right: .6rem; color: #555; font-size: .85rem; font-weight: 600; }
+            td[data-label]::before { content: attr(data-label); display: inline-block; min-width: 7rem; padding-right: .6rem; color: #555; font-size: .85rem; font-weight: 600; }
           }
         </style>
       </head>
