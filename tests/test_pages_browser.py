@@ -174,8 +174,7 @@ BROKEN_WORDS = r"""() => {
     for (const el of document.querySelectorAll(places)) {
         const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
         for (let text = walker.nextNode(); text; text = walker.nextNode()) {
-            // words, not names in a list such as loc,lastmod,images (those break at a comma)
-            for (const word of text.textContent.matchAll(/(?<![,_])\b[A-Za-z]{4,}\b(?![,_])/g)) {
+            for (const word of text.textContent.matchAll(/\b[A-Za-z]{4,}\b/g)) {
                 const range = document.createRange();
                 range.setStart(text, word.index);
                 range.setEnd(text, word.index + word[0].length);
