@@ -328,6 +328,16 @@ def test_the_users_page_shows_why_a_password_is_refused(client, session, ann, pa
     assert client.get("/users").status_code == 200  # ann's password, and her session, stand
 
 
+def test_a_new_account_with_several_bad_fields_names_each_of_them(client, session, ann):
+    assert sign_in(client, "ann@example.com").status_code == 302
+    answer = client.post("/users", data={"email": "bob", "password": SHORT, "role": "owner",
+                                         "csrf_token": csrf_token(client, "/users")})
+    assert answer.status_code == 422
+    for named in ("email &#39;bob&#39;: must be an e-mail address", REASONS["short"],
+                  "role &#39;owner&#39;: must be one of admin, editor, viewer"):
+        assert named in answer.text
+
+
 @pytest.mark.parametrize("password", [PASSWORD, "Sunshine over the bay", "tr0ub4dor&3-x"])
 def test_long_uncommon_passwords_are_accepted(session, password):
     assert create_user(session, "bob@example.com", password).id

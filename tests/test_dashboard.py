@@ -216,7 +216,7 @@ def test_the_sites_page_shows_counts_runs_and_announcements(as_role, app, sessio
     session.commit()
     page = as_role("viewer").get("/").text
     assert "Shop" in page and ">3</td>" in page and "succeeded" in page
-    assert "indexnow</span> <span class=\"status s-failed\">failed" in page
+    assert "<li>IndexNow <span class=\"status s-failed\">failed" in page
 
 
 def test_regenerate_now_runs_in_the_background_and_reports_progress(as_role, app, session, shop):

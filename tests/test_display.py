@@ -13,7 +13,7 @@ from lxml import etree
 
 from tests.builders import make_site
 from webapp import jobs
-from webapp.models import Site, Url
+from webapp.models import Delivery, Site, Url
 from webapp.protocol import ProtocolError, normalize_url
 from webapp.urls import save_url
 from webapp.users import create_user
@@ -163,3 +163,25 @@ def test_the_message_after_adding_a_url_shows_it_decoded(app, client):
     page = client.post(f"/sites/{slug}/urls", data={
         "csrf_token": token, "loc": "https://例え.jp/日本語の記事"}, follow_redirects=True)
     assert "Added https://例え.jp/日本語の記事." in page.get_data(as_text=True)
+
+
+def test_the_import_discover_and_engine_pages_name_the_site_decoded(app, client):
+    """Placeholders, help and the targets announced read as the rest of the dashboard does."""
+    with app.extensions["db_sessionmaker"]() as session:
+        site = make_site(session, name="日本のお店", base_url="https://例え.jp/")
+        session.add(Delivery(site_id=site.id, engine="gsc", target=site.sitemap_url,
+                             status="failed", attempt_limit=4))
+        session.add(Delivery(site_id=site.id, engine="ping", status="delivered", attempt_limit=4,
+                             target="https://xn--r8jz45g.jp/ping?sitemap={sitemap}"))
+        create_user(session, "ed@example.com", "correct horse", "editor")
+        session.commit()
+        slug = site.slug
+    sign_in(client, "ed@example.com", "correct horse")
+    for page in ("import", "discover", "announcements", "engines"):
+        text = client.get(f"/sites/{slug}/{page}").get_data(as_text=True)
+        # hovering shows the stored form; links go to it and to the slug (xn--r8jz45g-jp)
+        shown = re.sub(r'(title|href|action)="[^"]*"', "", text)
+        assert "https://例え.jp/" in shown and "xn--" not in shown, (page, re.findall(
+            r".{60}xn--.{30}", shown, re.DOTALL))
+    settings = client.get(f"/sites/{slug}/settings").get_data(as_text=True)
+    assert "What /robots.txt on 例え.jp will answer:" in settings

@@ -251,6 +251,17 @@ def test_the_url_chart_has_axes_a_point_per_generation_and_the_live_count(app, a
     assert len(dates) >= 2  # the first and the last at least, on the x axis
 
 
+def test_the_overview_names_the_published_generation_by_its_number_in_the_site(
+        app, as_role, session, shop):
+    other = make_site(session, "Other", "https://other.example.com/")
+    make_urls(session, other, 1)
+    jobs.regenerate(other.id, app)
+    published = jobs.regenerate(shop.id, app)  # the shop's first run, the app's second
+    assert published.id == 2
+    page = as_role("viewer").get("/sites/shop").text
+    assert f'<a href="/sites/shop/generations/{published.id}">#1</a>' in page
+
+
 # Health warnings: links to their URLs, and dismissing
 
 @pytest.fixture

@@ -443,6 +443,17 @@ def test_japanese_has_no_half_width_space_between_words_and_particles():
     assert spacing_problems(japanese) == []
 
 
+def test_japanese_words_in_parentheses_take_full_width_ones():
+    """（robots.txt に従い）as the rest of the catalog writes it, not (robots.txt に従い)."""
+    with open(CATALOG, "rb") as handle:
+        japanese = read_po(handle, locale="ja")
+    half_width = [text for message in japanese if message.id for text in (
+        message.string if isinstance(message.string, tuple) else (message.string,))
+        if any(JAPANESE.search(inside) for inside in re.findall(
+            r"\(([^()]*)\)", PLACEHOLDER.sub("", text or "")))]
+    assert half_width == []
+
+
 def test_the_spacing_check_finds_each_kind_of_stray_or_missing_space():
     from babel.messages.catalog import Catalog
 
@@ -455,6 +466,23 @@ def test_the_spacing_check_finds_each_kind_of_stray_or_missing_space():
     assert [problem.split(":")[0] for problem in spacing_problems(japanese)] == [
         "a space between Japanese", "a space between Japanese", "no space beside Latin",
         "no space beside Latin"]
+
+
+def test_a_name_people_write_in_japanese_is_set_in_brackets_not_spaced(app, session):
+    """A site's or token's name may be Japanese, so a message cannot space it as Latin: it is
+    quoted with 「」, which reads right whichever script the name is in."""
+    client = signed_in(app, session, language="ja")
+    created = client.post("/sites/new", data={
+        "name": "日本のお店", "base_url": "https://shop.example.jp/", "encoding": "utf-8",
+        "csrf_token": client.csrf}, follow_redirects=True)
+    create_token(session, session.scalar(select(User)), "社内の管理画面", "read", None)
+    session.commit()
+    pages = [created.text] + [client.get(path).text for path in (
+        "/sites/shop-example-jp/settings", "/sites/shop-example-jp/delete", "/tokens")]
+    text = " ".join(pages)  # the token's question is a data-confirm attribute
+    for sentence in ("「日本のお店」を作成しました。", "「日本のお店」を削除…",
+                     "「日本のお店」を削除しますか？", "「社内の管理画面」を無効にしますか？"):
+        assert sentence in text
 
 
 def test_the_catalog_check_finds_missing_english_and_mismatched_translations():

@@ -119,6 +119,86 @@ def test_every_page_fits_a_phone_without_sideways_scrolling(browser, server, see
     assert too_wide == {}, f"pages wider than {PHONE} px: {too_wide}"
 
 
+def test_on_a_phone_what_labels_a_thing_stays_beside_it(browser, server, seeded):
+    """Things the 390 px screenshots showed apart: a chart legend's key at the end of one line
+    and its words on the next, a site's second announcement under the cell's label instead of
+    beside it, and a sitemap view's cells wider than their table."""
+    page = open_as(browser, server, "ja")
+    page.set_viewport_size({"width": PHONE, "height": 844})
+    page.goto(f"{server}/sites/{seeded['slug']}")
+    gaps = page.evaluate("""() => [...document.querySelectorAll('.chart-legend .key')].map(key => {
+        const words = document.createRange();
+        words.selectNodeContents(key.nextSibling);
+        const first = words.getClientRects()[0], box = key.getBoundingClientRect();
+        return [Math.round(first.left - box.right), Math.round(first.top - box.top)];
+    })""")
+    assert len(gaps) == 2 and all(0 <= left < 16 and abs(top) < 12 for left, top in gaps), gaps
+    page.goto(f"{server}/")
+    lefts = page.evaluate("""() => {
+        const cell = [...document.querySelectorAll('table.sites td')].find(
+            td => td.querySelectorAll('.status').length === 2);  // two engines announced
+        const start = cell.getBoundingClientRect().left;
+        return [...cell.querySelectorAll('.status')].map(
+            badge => Math.round(badge.getBoundingClientRect().left - start));
+    }""")
+    assert len(lefts) == 2 and min(lefts) > 100, f"announcements under their label: {lefts}"
+    page.goto(f"{server}/sitemaps/{seeded['slug']}/view/sitemap.xml")
+    outside = page.evaluate("""() => [...document.querySelectorAll('td')].filter(td =>
+        td.getBoundingClientRect().right > td.closest('table').getBoundingClientRect().right + 0.5
+    ).length""")
+    assert outside == 0, f"{outside} cells of the sitemap view are wider than their table"
+    split = page.evaluate("""() => [...document.querySelectorAll('td[data-label]')].filter(td => {
+        const words = document.createRange();
+        words.selectNodeContents(td);
+        return new Set([...words.getClientRects()].filter(r => r.width && r.height < 40)
+                       .map(r => Math.round(r.bottom))).size > 1;
+    }).map(td => td.textContent)""")
+    assert split == [], f"a lastmod beside its label broken over two lines: {split}"
+    page.context.close()
+
+
+def test_delete_this_url_stands_apart_from_save(browser, server, seeded):
+    page = open_as(browser, server, "en")
+    for width in (DESKTOP, PHONE):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(f"{server}/sites/{seeded['slug']}/urls/{seeded['url_id']}")
+        save = page.get_by_role("button", name="Save", exact=True).bounding_box()
+        delete = page.get_by_role("button", name="Delete this URL").bounding_box()
+        assert delete["y"] - (save["y"] + save["height"]) >= 24, (width, save, delete)
+    page.context.close()
+
+
+BROKEN_WORDS = r"""() => {
+    const broken = [];
+    const places = 'h1, h2, h3, th, label, legend, summary, button, .tabs a, nav a, dt';
+    for (const el of document.querySelectorAll(places)) {
+        const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+        for (let text = walker.nextNode(); text; text = walker.nextNode()) {
+            for (const word of text.textContent.matchAll(/\b[A-Za-z]{4,}\b/g)) {
+                const range = document.createRange();
+                range.setStart(text, word.index);
+                range.setEnd(text, word.index + word[0].length);
+                const lines = new Set([...range.getClientRects()].filter(r => r.width)
+                                      .map(r => Math.round(r.top)));
+                if (lines.size > 1) broken.push(`${el.tagName.toLowerCase()}: ${word[0]}`);
+            }
+        }
+    }
+    return broken;
+}"""
+
+
+def test_no_heading_label_or_button_breaks_an_english_word_in_two(browser, server, seeded):
+    broken = {}
+    for name, page in each_page(browser, server, seeded, "en"):
+        for width in (DESKTOP, PHONE):
+            page.set_viewport_size({"width": width, "height": 900})
+            found = page.evaluate(BROKEN_WORDS)
+            if found:
+                broken[f"{name} at {width} px"] = found
+    assert broken == {}, f"words broken across lines: {broken}"
+
+
 def _readable(violations: list[dict]) -> str:
     return "\n".join(
         f"  {v['impact']}: {v['id']}: {v['help']} ({len(v['nodes'])}x, e.g. "

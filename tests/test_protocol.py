@@ -158,6 +158,15 @@ def test_host_names_idna_2008_refuses_are_rejected_naming_the_field_and_the_rule
         normalize_url(f"http://{host}/page")
 
 
+def test_a_host_character_idna_2008_refuses_is_named_in_words_a_translation_can_carry():
+    """Not the idna library's English ("Codepoint U+2603 at position 1 of ... not allowed"),
+    which a Japanese page would show as it is."""
+    with pytest.raises(ProtocolError) as refused:
+        normalize_url("http://\u2603.example/page")
+    assert str(refused.value).endswith(
+        "does not allow in a domain name: \u2603 (U+2603)"), str(refused.value)
+
+
 def test_lengths_of_12_and_2048_characters_are_accepted_and_2049_is_rejected():
     assert normalize_url("http://a.co/") == "http://a.co/"
     url = EX + "a" * (2048 - len(EX))

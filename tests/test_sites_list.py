@@ -372,6 +372,17 @@ def test_sorting_by_problems_puts_the_sites_with_most_first_and_names_them(viewe
     assert empty.name in page
 
 
+def test_the_last_announcements_name_each_engine_as_people_read_it(viewer, session):
+    site = make_sites(session, 1)[0]
+    for engine, status in (("indexnow", "delivered"), ("gsc", "failed"), ("ping", "pending")):
+        session.add(Delivery(site_id=site.id, engine=engine, status=status, attempt_limit=4))
+    session.commit()
+    cell = re.search(r'<td data-label="Last announcements">(.*?)</td>', viewer.get("/").text)[1]
+    shown = [re.sub(r"<[^>]+>", "", item).split() for item in re.findall(r"<li>(.*?)</li>", cell)]
+    assert sorted(shown) == [["IndexNow", "delivered"], ["Ping", "pending"],
+                             ["Search", "Console", "failed"]]
+
+
 @pytest.mark.parametrize("query, named", [
     ("page=0", "page"), ("page=two", "page"), ("page=99999999", "page"), ("page=-1", "page"),
     ("sort=size", "sort"), ("q=" + "x" * 201, "q"),

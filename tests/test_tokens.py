@@ -106,3 +106,14 @@ def test_token_forms_need_sign_in_and_the_csrf_token(client, as_role):
     for path in ["/tokens", "/tokens/1/revoke"]:
         answer = editor.post(path, data={"name": "x", "scope": "read", "all_sites": "on"})
         assert answer.status_code == 400 and "CSRF" in answer.text
+
+
+def test_a_new_token_with_several_bad_fields_names_each_of_them(as_role, session):
+    make_site(session)
+    answer = post(as_role("viewer"), "/tokens", name="", scope="write")
+    assert answer.status_code == 422
+    for named in ("name &#39;&#39;: must be 1 to 100 characters",
+                  "a write token needs an editor or admin account",
+                  "name at least one site, or choose all sites"):
+        assert named in answer.text
+    assert session.scalar(select(ApiToken.id)) is None

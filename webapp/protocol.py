@@ -206,9 +206,17 @@ def _idna_host(field: str, value: str, host: str) -> str:
             "has a host name with a zero-width joiner or non-joiner (U+200D, U+200C) where "
             "IDNA 2008 does not allow one; remove it")) from None
     except idna.InvalidCodepoint as exc:
+        # The library says it in English ("Codepoint U+2603 at position 1 of '☃' not
+        # allowed"): the rule names the character in words that are translated.
+        codepoint = re.search(r"U\+([0-9A-F]{4,6})", str(exc))
+        if codepoint is None:
+            raise ProtocolError(field, value, rule_text(
+                "has a host name with a character that IDNA 2008 does not allow in a domain "
+                "name (%(reason)s)", reason=str(exc))) from None
         raise ProtocolError(field, value, rule_text(
-            "has a host name with a character that IDNA 2008 does not allow in a domain name "
-            "(%(reason)s)", reason=str(exc))) from None
+            "has a host name with a character that IDNA 2008 does not allow in a domain name: "
+            "%(character)s (U+%(codepoint)s)", character=chr(int(codepoint[1], 16)),
+            codepoint=codepoint[1])) from None
     except (idna.IDNAError, UnicodeError) as exc:
         raise ProtocolError(field, value, rule_text(
             "has a host name that is not a valid international domain name under IDNA 2008 "

@@ -17,7 +17,7 @@ from flask_babel import lazy_gettext as _l
 from sqlalchemy import case, literal, select, update
 from sqlalchemy.orm import Session, selectinload
 
-from webapp.errors import InvalidValue, NotFound, check_storable
+from webapp.errors import InvalidValue, NotFound, check_storable, collect, raise_all
 from webapp.models import ApiToken, Site, User
 
 SCOPES = ("read", "write")
@@ -33,18 +33,13 @@ def digest(secret: str) -> str:
 def create_token(session: Session, user: User, name: str, scope: str,
                  sites: list[Site] | None) -> tuple[ApiToken, str]:
     """A new token for `user` on `sites` (None: every site, present and future); its secret is
-    returned here once and never again."""
-    name = check_storable("name", name).strip()
-    if not name or len(name) > 100:
-        raise InvalidValue("name", name, _l("must be 1 to 100 characters"))
-    if scope not in SCOPES:
-        raise InvalidValue("scope", scope, _l("must be read or write"))
-    if scope == "write" and _RANK[user.role] < _RANK["editor"]:
-        raise InvalidValue("scope", scope, _l(
-            "%(email)s is a viewer: a write token needs an editor or admin account",
-            email=user.email))
+    returned here once and never again. Every field that breaks a rule is named at once."""
+    errors: list[InvalidValue] = []
+    name = collect(errors, _check_name, name)
+    collect(errors, _check_scope, user, scope)
     if sites is not None and not sites:
-        raise InvalidValue("sites", "", _l("name at least one site, or choose all sites"))
+        errors.append(InvalidValue("sites", "", _l("name at least one site, or choose all sites")))
+    raise_all(errors)
     secret = SECRET_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken(user_id=user.id, name=name, scope=scope, all_sites=sites is None,
                      prefix=secret[:len(SECRET_PREFIX) + 6], secret_hash=digest(secret),
@@ -52,6 +47,23 @@ def create_token(session: Session, user: User, name: str, scope: str,
     session.add(token)
     session.flush()
     return token, secret
+
+
+def _check_name(name: str) -> str:
+    name = check_storable("name", name).strip()
+    if not name or len(name) > 100:
+        raise InvalidValue("name", name, _l("must be 1 to 100 characters"))
+    return name
+
+
+def _check_scope(user: User, scope: str) -> str:
+    if scope not in SCOPES:
+        raise InvalidValue("scope", scope, _l("must be read or write"))
+    if scope == "write" and _RANK[user.role] < _RANK["editor"]:
+        raise InvalidValue("scope", scope, _l(
+            "%(email)s is a viewer: a write token needs an editor or admin account",
+            email=user.email))
+    return scope
 
 
 def list_tokens(session: Session, user: User | None = None) -> list[ApiToken]:

@@ -98,20 +98,34 @@ def set_preferences(user: User, language: str, timezone: str) -> None:
 
 
 def create_user(session: Session, email: str, password: str, role: str = "viewer") -> User:
-    """A new account; the password is stored only as a scrypt hash."""
+    """A new account; the password is stored only as a scrypt hash. Every field that breaks
+    a rule is named at once."""
+    errors: list[InvalidValue] = []
+    email = collect(errors, _check_new_email, session, email)
+    collect(errors, _check_role, role)
+    password = collect(errors, _check_password, password)
+    raise_all(errors)
+    user = User(email=email, role=role,
+                password_hash=generate_password_hash(password, method="scrypt"))
+    session.add(user)
+    session.flush()
+    return user
+
+
+def _check_new_email(session: Session, email: str) -> str:
     email = check_storable("email", email).strip().lower()
     if not _EMAIL.fullmatch(email) or len(email) > 254:
         raise InvalidValue("email", email,
                            _l("must be an e-mail address such as ann@example.com"))
-    if role not in ROLES:
-        raise InvalidValue("role", role, _l("must be one of %(roles)s", roles=", ".join(ROLES)))
     if session.scalar(select(User.id).where(User.email == email)) is not None:
         raise InvalidValue("email", email, _l("already has an account"))
-    user = User(email=email, role=role,
-                password_hash=generate_password_hash(_check_password(password), method="scrypt"))
-    session.add(user)
-    session.flush()
-    return user
+    return email
+
+
+def _check_role(role: str) -> str:
+    if role not in ROLES:
+        raise InvalidValue("role", role, _l("must be one of %(roles)s", roles=", ".join(ROLES)))
+    return role
 
 
 def find_user(session: Session, email: str) -> User:

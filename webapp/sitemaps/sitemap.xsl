@@ -46,10 +46,10 @@
           @media (max-width: 40rem) {
             body { margin: 1rem auto; }
             thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
-            table, tbody, tr, td { display: block; width: 100%; }
+            table, tbody, tr, td { display: block; width: 100%; box-sizing: border-box; }
             tr { border-bottom: 1px solid #ddd; padding: .3rem 0; }
             td { border: none; padding: .1rem .3rem; overflow-wrap: anywhere; }
-            td[data-label]::before { content: attr(data-label); display: inline-block; min-width: 8rem; padding-right: .6rem; color: #555; font-size: .85rem; font-weight: 600; }
+            td[data-label]::before { content: attr(data-label); display: inline-block; min-width: 7rem; padding-right: .6rem; color: #555; font-size: .85rem; font-weight: 600; }
           }
         </style>
       </head>

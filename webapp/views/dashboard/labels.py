@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from flask_babel import lazy_gettext as _l
 
-from webapp import schedule_picker, setting_fields
+from webapp import notify, schedule_picker, setting_fields
 from webapp.views.dashboard import bp
 
 ROLES = {"admin": _l("admin"), "editor": _l("editor"), "viewer": _l("viewer")}
@@ -46,6 +46,13 @@ def status_name(status: str) -> str:
 @bp.app_template_global()
 def task_kind_name(kind: str) -> str:
     return _named(TASK_KINDS, kind)
+
+
+@bp.app_template_global()
+def engine_name(engine: str) -> str:
+    """A search engine as people read it (IndexNow, Search Console); an unknown one as stored."""
+    module = notify.ENGINES.get(engine)
+    return module.NAME if module else engine
 
 
 @bp.app_template_global()

@@ -92,11 +92,14 @@ def site(slug):
     warnings, dismissed = health.split_dismissed(session, site, _warnings(session, site, live))
     if request.args.get("dismissed") == "shown":
         warnings, dismissed = warnings + dismissed, []
+    published = get_store(current_app).current_generation(site.storage_key)
     return render_template("dashboard/site.html", site=site, runs=runs[:5], live=live,
                            chart=_url_chart(runs, live), outcomes=outcomes,
                            warnings=warnings, dismissed=dismissed,
                            scope_note=check_site_scope(site.base_url, site.sitemap_url),
-                           published=get_store(current_app).current_generation(site.storage_key))
+                           published=published,
+                           published_number=site_numbers(session, site.id, [published])
+                           .get(published))
 
 
 def _warnings(session, site: Site, live: int) -> list[health.Warning]:

@@ -9,7 +9,7 @@ from sqlalchemy import select
 from werkzeug.datastructures import MultiDict
 
 from webapp.db import get_session
-from webapp.errors import InvalidValue
+from webapp.errors import InvalidValue, each_error
 from webapp.models import ApiToken, Site, User, utcnow
 from webapp.tokens import SCOPES, create_token, list_tokens, revoke
 from webapp.views.auth import require
@@ -45,7 +45,7 @@ def token_create():
                                      form.get("name", ""), form.get("scope", ""), chosen)
     except InvalidValue as exc:
         session.rollback()
-        return _page({exc.field: str(exc)}, form, status=422)
+        return _page({error.field: str(error) for error in each_error(exc)}, form, status=422)
     session.commit()
     # Shown in this answer only: never in a flash message, which travels in the cookie.
     return _page({}, MultiDict(), secret=secret, status=201)

@@ -9,7 +9,7 @@ from flask_login import current_user
 from sqlalchemy import func, select
 
 from webapp.db import get_session
-from webapp.errors import InvalidValue
+from webapp.errors import InvalidValue, each_error
 from webapp.models import User
 from webapp.users import ROLES, create_user, set_password
 from webapp.views.auth import require
@@ -37,7 +37,8 @@ def user_create():
         session.rollback()
         accounts = session.scalars(select(User).order_by(User.email)).all()
         return render_template("dashboard/users.html", accounts=accounts, roles=ROLES,
-                               errors={exc.field: str(exc)}, form=form), 422
+                               errors={error.field: str(error) for error in each_error(exc)},
+                               form=form), 422
     session.commit()
     flash(_("Created %(email)s (%(role)s).", email=user.email, role=role_name(user.role)))
     return redirect(url_for("dashboard.users"))
