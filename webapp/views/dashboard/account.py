@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-from flask import flash, redirect, render_template, request, url_for
+from flask import current_app, flash, g, redirect, render_template, request, url_for
 from flask import session as cookie_session
 from flask_babel import force_locale
 from flask_babel import gettext as _
@@ -53,6 +53,8 @@ def sign_in_page():
             # A new cookie session: nothing of one planted before sign-in (its CSRF token,
             # known to whoever planted it) carries over to the signed-in one.
             cookie_session.clear()
+            # Flask-WTF keeps the token it made for this request in g: it was the old one's.
+            g.pop(current_app.config["WTF_CSRF_FIELD_NAME"], None)
             login_user(SignedIn(user, secret))  # no "remember me": the session is the row
             return redirect(_safe_next(request.args.get("next")))
     return render_template("dashboard/sign_in.html", error=error,
