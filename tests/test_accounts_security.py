@@ -284,6 +284,35 @@ def test_odd_sign_in_input_is_refused_not_an_error(client, ann, email, password,
         assert answer.status_code == 302  # the right password still works
 
 
+@pytest.mark.parametrize("target", [
+    "/%0d%0aSet-Cookie:%20stolen=1", "/sites%0a", "/%09/evil.example", "/%5Cevil.example",
+    "/\\evil.example", "%0a//evil.example"])
+def test_a_next_page_with_line_breaks_or_backslashes_leads_home(client, ann, target):
+    """A `next` that a URL parser reads as a path but a header or a browser reads otherwise
+    (line breaks are cut from the header or end it early; a browser reads `\\` as `/`) is
+    refused like another host's: home, never a 500 or a redirect off the site."""
+    answer = client.post(f"/sign-in?next={target}", environ_base={"REMOTE_ADDR": "127.0.0.1"},
+                         data={"email": "ann@example.com", "password": PASSWORD,
+                               "csrf_token": csrf_token(client)})
+    assert answer.status_code == 302 and answer.headers["Location"] == "/"
+    assert "stolen" not in str(answer.headers)
+
+
+def test_signing_in_starts_a_new_cookie_session_with_a_new_csrf_token(client, ann):
+    """A cookie planted before sign-in (by a neighbouring subdomain, say) must not carry over:
+    its CSRF token, known to whoever planted it, would pass the signed-in forms."""
+    planted = csrf_token(client)
+    before = cookie_payload(client.get_cookie("session").value)
+    assert before["csrf_token"]
+    assert sign_in(client, "ann@example.com").status_code == 302
+    after = cookie_payload(client.get_cookie("session").value)
+    assert after.get("csrf_token") != before["csrf_token"]
+    assert csrf_token(client, "/account") != planted
+    refused = client.post("/account", data={"language": "en", "timezone": "",
+                                            "csrf_token": planted})
+    assert refused.status_code == 400
+
+
 # 9. Passwords: at least 12 characters and not common, with the reason
 
 

@@ -153,6 +153,8 @@ def test_sites_show_lists_every_setting_by_slug_and_by_id(runner, shop):
     assert re.fullmatch(r"[0-9a-f]{32}", by_slug["indexnow_key"])
     assert by_slug["id"].isdigit() and shown(runner, by_slug["id"]) == by_slug
     assert_fails_cleanly(runner.invoke(args=["sites", "show", "nope"]), "no site with slug or id")
+    for odd in ("\u00b2", "9" * 30):  # isdigit() but not int(), and past any id
+        assert_fails_cleanly(runner.invoke(args=["sites", "show", odd]), "no site with slug or id")
 
 
 def test_sites_set_changes_several_settings_at_once(runner, shop):

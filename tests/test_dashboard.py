@@ -164,6 +164,19 @@ def test_sign_in_returns_to_the_page_asked_for_but_never_to_another_host(client,
     assert answer.headers["Location"] == "/"
 
 
+@pytest.mark.parametrize("number", ["\u00b2", "\u0661\u00b2", "9" * 30])
+def test_page_numbers_and_counts_that_are_not_plain_digits_are_no_error(as_role, session, shop,
+                                                                         number):
+    """Superscript digits (isdigit() says yes, int() says no) and numbers past any id, in a
+    pager's `after` or the URL form's video count, read as none: never a 500."""
+    editor = as_role("editor")
+    assert editor.get(f"/sites/shop/discover?after={number}").status_code == 200
+    url_id = session.scalar(select(Url.id).where(Url.site_id == shop.id))
+    answer = post(editor, f"/sites/shop/urls/{url_id}", loc=f"{shop.base_url}page/0",
+                  video_count=number)
+    assert answer.status_code in (302, 422)
+
+
 def test_a_new_password_signs_out_other_sessions(as_role, app, session):
     admin = as_role("admin")
     user = session.scalar(select(User).where(User.email == "admin@example.com"))

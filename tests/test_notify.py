@@ -216,6 +216,22 @@ def test_backoff_is_capped_and_retry_after_wins_when_longer():
     assert backoff(30, 60, None, rng) <= timedelta(hours=6)
     assert backoff(1, 60, 500, rng) == timedelta(seconds=500)
     assert backoff(1, 60, 10 ** 9, rng) == timedelta(days=1)
+    assert backoff(1, 60, 1e15, rng) == backoff(1, 60, float("inf"), rng) == timedelta(days=1)
+
+
+@pytest.mark.parametrize("seconds", ["9" * 15, "9" * 400])
+def test_a_retry_after_too_large_for_a_date_waits_a_day(app, session, site, engine, seconds):
+    """An engine (its address is a site setting, so anyone's server) that asks for more seconds
+    than a date can hold, or more than a float can (infinity), is waited for a day like any
+    Retry-After over a day: not an OverflowError that stops the delivery run."""
+    engine.expect_request("/indexnow").respond_with_data(
+        "slow down", status=429, headers={"Retry-After": seconds})
+    announce_one(app, session, site)
+    start = utcnow()
+    notify.deliver(app, now=start)
+    [delivery] = ledger(session)
+    assert (delivery.status, delivery.http_status) == ("pending", 429)
+    assert delivery.next_attempt_at == start + timedelta(days=1)
 
 
 def test_an_engine_that_hangs_is_given_up_on_at_the_timeout(app, session, site, engine):

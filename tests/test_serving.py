@@ -218,6 +218,19 @@ def test_the_sitemap_host_answers_at_public_paths(client, shop):
     assert client.get("/sitemap.xml", base_url="https://other.example.com").status_code == 404
 
 
+@pytest.mark.parametrize("port", ["\u00b2", "\u00b9\u00b3", "9" * 30])
+@pytest.mark.parametrize("path", ["/sitemap.xml", "/robots.txt", "/sitemaps/shop/sitemap.xml",
+                                  "/sign-in"])
+def test_a_host_header_with_an_odd_port_is_no_error(client, shop, port, path):
+    """A Host header is the client's to write: a port of superscript digits (Latin-1 bytes
+    that str.isdigit() calls digits and int() refuses) or of thirty digits is just a host no
+    site has, before the app or on any path, never an error."""
+    answer = client.get(path, headers={"Host": f"shop.example.com:{port}"})
+    assert answer.status_code in (200, 404)
+    if path == "/sitemaps/shop/sitemap.xml":
+        assert answer.status_code == 200  # /sitemaps/<slug>/ is served on any host
+
+
 def test_robots_txt_always_carries_the_sitemap_line(client, shop, session):
     response = client.get("/robots.txt", base_url=SHOP)
     assert response.headers["Content-Type"] == "text/plain; charset=utf-8"

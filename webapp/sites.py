@@ -49,7 +49,8 @@ def find_site(session: Session, ref: str | int) -> Site:
     """A site by slug or numeric id."""
     text = str(ref).strip()
     site = session.scalar(select(Site).where(Site.slug == text))
-    if site is None and text.isdigit():
+    # ASCII digits within the id column's range: int() refuses superscripts isdigit() takes.
+    if site is None and text.isascii() and text.isdigit() and int(text) < 2 ** 31:
         site = session.get(Site, int(text))
     if site is None:
         raise NotFound(f"no site with slug or id {text!r}")

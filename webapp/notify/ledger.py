@@ -236,7 +236,9 @@ def backoff(attempts: int, base_seconds: float, retry_after: float | None,
     ceiling = min(timedelta(seconds=base_seconds * 2 ** (attempts - 1)), MAX_BACKOFF)
     delay = ceiling * (rng or random).uniform(0.5, 1.0)
     if retry_after is not None:
-        delay = max(delay, min(timedelta(seconds=retry_after), MAX_RETRY_AFTER))
+        # Capped as a number first: an engine may ask for more seconds than a timedelta holds.
+        asked = min(retry_after, MAX_RETRY_AFTER.total_seconds())
+        delay = max(delay, timedelta(seconds=asked))
     return delay
 
 

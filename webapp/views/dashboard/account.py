@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit
 
-from flask import flash, redirect, render_template, request, url_for
-from flask_babel import gettext as _
+from flask import current_app, flash, g, redirect, render_template, request, url_for
+from flask import session as cookie_session
 from flask_babel import force_locale
+from flask_babel import gettext as _
 from flask_login import current_user, login_user, logout_user
 
 from webapp.db import get_session
@@ -17,14 +19,19 @@ from webapp.users import end_session, set_preferences, start_session
 from webapp.views.auth import SignedIn, SignInRefused, require, sign_in
 from webapp.views.dashboard import bp
 
+_UNSAFE_IN_NEXT = re.compile(r"[\x00-\x1f\x7f\\]")  # see _safe_next
+
 
 def _safe_next(target: str | None) -> str:
-    """Only a path on this site: never a redirect to another host."""
+    """Only a path on this site: never a redirect to another host. A control character
+    (urlsplit drops tabs and line breaks, which would then end the Location header) or a
+    backslash (a browser reads `/\\host` as `//host`) sends home instead."""
     parts = urlsplit(target or "")
     if target and not parts.scheme and not parts.netloc and target.startswith("/") \
-            and not target.startswith("//"):
+            and not target.startswith("//") and not _UNSAFE_IN_NEXT.search(target):
         return target
     return url_for("dashboard.sites")
+
 
 
 @bp.route("/sign-in", methods=["GET", "POST"])
@@ -43,6 +50,11 @@ def sign_in_page():
         else:
             secret = start_session(session, user, utcnow())
             session.commit()
+            # A new cookie session: nothing of one planted before sign-in (its CSRF token,
+            # known to whoever planted it) carries over to the signed-in one.
+            cookie_session.clear()
+            # Flask-WTF keeps the token it made for this request in g: it was the old one's.
+            g.pop(current_app.config["WTF_CSRF_FIELD_NAME"], None)
             login_user(SignedIn(user, secret))  # no "remember me": the session is the row
             return redirect(_safe_next(request.args.get("next")))
     return render_template("dashboard/sign_in.html", error=error,

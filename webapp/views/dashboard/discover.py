@@ -34,7 +34,10 @@ def _page(site, errors: dict[str, str] | None = None, form=None, status: int = 2
     show = request.args.get("show", "new")
     show = show if show in SHOWN else "new"
     after = request.args.get("after", "")
-    rows, more = discover.rows(session, site, show, int(after) if after.isdigit() else 0)
+    # Ids are 32-bit columns: a larger `after` means "past them all"; anything but ASCII
+    # digits (int() refuses superscripts that isdigit() accepts) means the first page.
+    start = min(int(after), 2 ** 31 - 1) if after.isascii() and after.isdigit() else 0
+    rows, more = discover.rows(session, site, show, start)
     excluded, _ids = health.excluded_stored(session, site, scan=health.EXCLUDED_SCAN)
     return render_template(
         "dashboard/discover.html", site=site, counts=discover.counts(session, site), rows=rows,

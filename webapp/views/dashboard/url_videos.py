@@ -70,7 +70,7 @@ def typed_from_form(form: Mapping[str, str]) -> list[dict[str, str]]:
     """The videos as the form posted them, removed ones marked (`remove`), plus an empty one
     when the person asked to add one."""
     count = form.get("video_count", "0")
-    count = min(int(count), MAX_SHOWN) if count.isdigit() else 0
+    count = min(int(count), MAX_SHOWN) if count.isascii() and count.isdigit() else 0
     videos = [{**{name: form.get(f"video-{n}-{name}", "") for name in video_rules.VIDEO_FIELDS},
                "remove": "on" if form.get(f"video-{n}-remove") else ""}
               for n in range(count)]

@@ -124,7 +124,9 @@ def request_origin(scheme: str, host: str) -> str:
     """scheme://host[:port] of a request, written the way normalised URLs write it."""
     host = host.lower()
     name, _, port = host.rpartition(":") if host.rfind(":") > host.rfind("]") else (host, "", "")
-    if port and port.isdigit() and int(port) == DEFAULT_PORTS.get(scheme):
+    # isascii: superscript digits (Latin-1 bytes of a Host header) are digits to isdigit()
+    # but not to int().
+    if port.isascii() and port.isdigit() and int(port) == DEFAULT_PORTS.get(scheme):
         host = name
     return f"{scheme}://{host}"
 
