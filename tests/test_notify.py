@@ -11,7 +11,7 @@ import random
 import re
 import threading
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import event, select
@@ -22,6 +22,7 @@ from tests.probes import wait_for, waiting_on_locks
 from webapp import jobs, notify
 from webapp.models import Delivery, Url, utcnow
 from webapp.notify.ledger import backoff, claim
+from webapp.outbound import retry_after_seconds
 from webapp.sites import update_site
 from webapp.urls import delete_url, import_urls, save_url
 
@@ -209,6 +210,14 @@ def test_server_errors_back_off_then_give_up_after_the_attempt_limit(app, sessio
         assert timedelta(seconds=base * 2 ** (n - 1) / 2) <= wait <= timedelta(
             seconds=base * 2 ** (n - 1))
     assert len(engine.log) == 4
+
+
+def test_retry_after_is_read_as_seconds_or_a_date_and_nothing_else():
+    now = datetime(2026, 11, 27, tzinfo=UTC)
+    assert retry_after_seconds("120") == 120.0
+    assert retry_after_seconds("Fri, 27 Nov 2026 00:01:00 GMT", now) == 60.0
+    for odd in ("²", "１２", "-5", "soon", ""):  # superscript and full-width digits among them
+        assert retry_after_seconds(odd, now) is None
 
 
 def test_backoff_is_capped_and_retry_after_wins_when_longer():

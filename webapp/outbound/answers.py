@@ -89,7 +89,7 @@ def retry_after_seconds(value: str | None, now: datetime | None = None) -> float
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit():  # isdigit alone takes superscripts float() refuses
         return float(value)
     try:
         when = email.utils.parsedate_to_datetime(value)
