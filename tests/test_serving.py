@@ -392,7 +392,7 @@ def test_readers_during_publishing_always_get_a_complete_set(app, session, shop)
             generations.update([digests()])
             # Readers read during every publication: a pass or more between two of them,
             # however a busy machine shares its time between the threads.
-            wait_for(lambda: readers_passed(seen + 2), what="two readers' passes")
+            wait_for(lambda after=seen + 2: readers_passed(after), what="two readers' passes")
     finally:
         done.set()
         for reader in readers:
