@@ -64,10 +64,16 @@ def served(app) -> Iterator[str]:
 
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")  # Debian's; .ci/run installs it
+BROWSER_CEILING_MS = 120_000  # how long `expect` waits for a page to show what it should
 
 
 def launch_chromium(playwright):
     """Chromium for the browser tests: headless, and with no connections of its own (this
-    machine's closed network refuses them)."""
+    machine's closed network refuses them). Playwright's `expect` waits at most
+    BROWSER_CEILING_MS, a ceiling for a stuck page rather than its 5 s, which a page waiting
+    for the app's work (a crawl, an import, a run) exceeds on a busy machine."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=BROWSER_CEILING_MS)
     return playwright.chromium.launch(executable_path=CHROMIUM, args=[
         "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])

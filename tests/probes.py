@@ -142,8 +142,9 @@ class AppProcesses:
         return self.start("scheduler", "run", **kwargs)
 
     @staticmethod
-    def stop(process: subprocess.Popen, timeout: float = 60) -> str:
-        """SIGTERM (a worker finishes the task in hand); the process's log."""
+    def stop(process: subprocess.Popen, timeout: float = 180) -> str:
+        """SIGTERM (a worker finishes the task in hand); the process's log. `timeout` is a
+        ceiling for a stuck process (then SIGKILL), not a duration: a run takes its time."""
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
         try:

@@ -46,6 +46,8 @@ def no_page_overflow(page) -> bool:
 
 
 def test_an_editor_crawls_reviews_and_accepts_by_prefix(app, session, server, browser, engine):
+    from playwright.sync_api import expect
+
     create_user(session, "owner@example.com", "correct horse", "editor")
     site = make_site(session, "Test website", website.serve(engine), exclude="/site/tmp/*")
     session.commit()
@@ -58,13 +60,15 @@ def test_an_editor_crawls_reviews_and_accepts_by_prefix(app, session, server, br
     page.get_by_label("Pages at most").fill("40")
     page.get_by_label("Links from the start at most").fill("2")
     page.get_by_role("button", name="Start crawl").click()
-    page.get_by_text("Done.").wait_for()
+    # `expect` waits for what a click leads to (is_visible() would not): the crawl, the next
+    # page.
+    expect(page.get_by_text("Done.")).to_be_visible()
     assert "8 found: 7 new, 0 known, 1 excluded" in page.locator("#task-message").inner_text()
     page.get_by_role("link", name="Review what the crawl found").click()
-    assert page.get_by_role("link", name="New (7)").is_visible()
+    expect(page.get_by_role("link", name="New (7)")).to_be_visible()
     page.get_by_label("Accept those whose path starts with").fill("/ja/")
     page.get_by_role("button", name="Accept by prefix").click()
-    assert page.get_by_text("Added 2 URLs to the site.").is_visible()
+    expect(page.get_by_text("Added 2 URLs to the site.")).to_be_visible()
     page.screenshot(path=str(ARTIFACTS / "discover-1280-en.png"), full_page=True)
     context.close()
     assert len(session.scalars(select(Url.loc)).all()) == 2
@@ -73,7 +77,7 @@ def test_an_editor_crawls_reviews_and_accepts_by_prefix(app, session, server, br
         context, page = signed_in(browser, server, width, locale)
         page.goto(f"{server}/sites/{site.slug}/discover?show=other")
         if locale == "ja-JP":
-            assert page.get_by_role("heading", name="見つかった URL").is_visible()
+            expect(page.get_by_role("heading", name="見つかった URL")).to_be_visible()
         assert no_page_overflow(page), f"{width} px {locale}"
         page.screenshot(path=str(ARTIFACTS / f"discover-other-{width}-{locale[:2]}.png"),
                         full_page=True)

@@ -45,6 +45,8 @@ def shot(page, name):
 
 def test_a_site_owner_goes_from_sign_in_to_the_ledger(app, session, server, page, engine,
                                                       tmp_path):
+    from playwright.sync_api import expect
+
     create_user(session, "owner@example.com", "correct horse", "admin")
     session.commit()
     engine.expect_request("/indexnow").respond_with_data("", status=200)
@@ -60,14 +62,16 @@ def test_a_site_owner_goes_from_sign_in_to_the_ledger(app, session, server, page
     page.get_by_label("Name").fill("Shop")
     page.get_by_label("Base URL").fill(site_url)
     page.get_by_role("button", name="Create").click()
-    assert page.get_by_role("heading", name="Shop").is_visible()
+    # After a click the next page may still be loading: `expect` waits for it, and
+    # is_visible() would not.
+    expect(page.get_by_role("heading", name="Shop")).to_be_visible()
 
     page.get_by_role("link", name="Settings").click()
     page.get_by_label("Announce with IndexNow").check()
     page.get_by_label("IndexNow endpoint").fill(engine.url_for("/indexnow"))
     page.get_by_label("Wait after changes (seconds)").fill("0")
     page.get_by_role("button", name="Save").click()
-    assert page.get_by_text("Saved.").is_visible()
+    expect(page.get_by_text("Saved.")).to_be_visible()
     shot(page, "02-settings")
 
     page.get_by_role("link", name="URLs").click()
@@ -78,18 +82,18 @@ def test_a_site_owner_goes_from_sign_in_to_the_ledger(app, session, server, page
     assert page.locator("#e-lastmod").inner_text().startswith("lastmod 'not a date'")
     page.get_by_label("Last modified").fill("2026-05-01")
     page.get_by_role("button", name="Add").click()
-    assert page.get_by_text(f"Added {site_url}first.").is_visible()
+    expect(page.get_by_text(f"Added {site_url}first.")).to_be_visible()
 
     page.get_by_role("link", name="Import").click()
     page.get_by_label("URLs, one per line").fill(
         "\n".join(f"{site_url}imported/{n}" for n in range(25)))
     page.get_by_role("button", name="Import").click()
-    page.get_by_text("Done.").wait_for()
+    expect(page.get_by_text("Done.")).to_be_visible()  # the import's work, however long
     assert "added 25" in page.locator("#task-message").inner_text()
 
     page.get_by_role("link", name="Back to the site").click()
     page.get_by_role("button", name="Regenerate now").click()
-    page.get_by_text("Done.").wait_for()
+    expect(page.get_by_text("Done.")).to_be_visible()
     message = page.locator("#task-message").inner_text()
     assert "succeeded, 26 URLs" in message and "1 announcement planned" in message
     shot(page, "03-regenerate-progress")
@@ -97,7 +101,7 @@ def test_a_site_owner_goes_from_sign_in_to_the_ledger(app, session, server, page
     page.get_by_role("link", name="Back to the site").click()
     shot(page, "04-site-overview")
     page.get_by_role("link", name="view the published sitemap").click()
-    assert page.get_by_text(f"{site_url}first").is_visible()
+    expect(page.get_by_text(f"{site_url}first")).to_be_visible()
     shot(page, "05-published-sitemap")
     page.go_back()
 
@@ -116,12 +120,13 @@ def test_a_site_owner_goes_from_sign_in_to_the_ledger(app, session, server, page
 
     page.set_viewport_size({"width": 390, "height": 844})  # a phone
     page.get_by_role("link", name="Shop").click()
-    assert page.get_by_role("button", name="Regenerate now").is_visible()
+    expect(page.get_by_role("button", name="Regenerate now")).to_be_visible()
     shot(page, "09-phone-site")
 
 
 def test_a_token_made_in_the_browser_keeps_urls_in_sync(app, session, server, page):
     import requests
+    from playwright.sync_api import expect
 
     from tests.builders import make_site
 
@@ -155,7 +160,7 @@ def test_a_token_made_in_the_browser_keeps_urls_in_sync(app, session, server, pa
     shot(page, "11-tokens")
     page.once("dialog", lambda dialog: dialog.accept())
     page.get_by_role("button", name="Revoke").click()
-    assert page.get_by_text("Revoked token").is_visible()
+    expect(page.get_by_text("Revoked token")).to_be_visible()
     assert api.get(f"{server}/api/v1/sites", timeout=10).status_code == 401
 
 

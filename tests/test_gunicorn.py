@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +20,7 @@ import pytest
 
 from tests.builders import free_port
 from tests.conftest import ROOT
+from tests.probes import wait_for
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="SO_REUSEPORT balances connections on Linux only")
@@ -36,21 +38,36 @@ def environment(sqlite_template, tmp_path) -> dict[str, str]:
 @contextmanager
 def production_server(environment: dict[str, str], port: int,
                       workers: int = 2) -> Iterator[subprocess.Popen]:
-    """gunicorn with the production settings on 127.0.0.1:`port`, up and answering; once
-    stopped, `.output` holds what it printed."""
+    """gunicorn with the production settings on 127.0.0.1:`port`, up and answering; `.lines`
+    holds what it has printed so far, and once stopped, `.output` all it printed."""
     process = start(environment, f"127.0.0.1:{port}", workers)
+    process.lines = []
+    reader = threading.Thread(target=_read_into, args=(process.stdout, process.lines),
+                              daemon=True)
+    reader.start()  # read as it comes, so that a test can wait for a line
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120  # a ceiling: a start takes seconds on a busy machine
         while len(worker_pids(process)) < workers or not answers(port):
             if process.poll() is not None or time.monotonic() > deadline:
                 process.terminate()
-                raise AssertionError(f"gunicorn did not start: {process.communicate()[0]!r}")
+                process.wait(60)
+                reader.join(60)
+                process.stdout.close()
+                raise AssertionError(f"gunicorn did not start: {''.join(process.lines)!r}")
             time.sleep(0.1)
         yield process
     finally:
         if process.returncode is None:
             process.terminate()
-            process.output = process.communicate(timeout=60)[0]  # what it printed
+            process.wait(60)
+        reader.join(60)  # its output ends when gunicorn and every process it started have
+        process.stdout.close()
+        process.output = "".join(process.lines)  # what it printed
+
+
+def _read_into(stream, lines: list[str]) -> None:
+    for line in stream:
+        lines.append(line)  # noqa: PERF402 - one at a time: a test reads them meanwhile
 
 
 def start(environment: dict[str, str], bind: str, workers: int = 2) -> subprocess.Popen:
@@ -67,8 +84,10 @@ def worker_pids(master: subprocess.Popen) -> list[int]:
 
 
 def answers(port: int) -> bool:
+    """Whether a server on `port` answers a request (a refused connection says no at once; the
+    timeout is a ceiling for a server that accepted and is stuck)."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=2) as probe:
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as probe:
             probe.sendall(b"GET /sitemaps/none/sitemap.xml HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                           b"Connection: close\r\n\r\n")
             return probe.recv(64).startswith(b"HTTP/1.1 404")
@@ -104,7 +123,7 @@ def test_a_burst_of_keep_alive_connections_is_spread_over_the_workers(environmen
     # happens about once in a million runs.
     port = free_port()
     with production_server(environment, port) as master:
-        crawlers = [socket.create_connection(("127.0.0.1", port), timeout=10)
+        crawlers = [socket.create_connection(("127.0.0.1", port), timeout=60)
                     for _ in range(64)]
         try:
             for crawler in crawlers:
@@ -149,7 +168,7 @@ def test_a_reload_answers_every_new_connection(environment):
     port = free_port()
     with production_server(environment, port) as master:
         old_workers = set(worker_pids(master))
-        crawlers = [socket.create_connection(("127.0.0.1", port), timeout=10)
+        crawlers = [socket.create_connection(("127.0.0.1", port), timeout=60)
                     for _ in range(8)]
         try:
             for crawler in crawlers:  # kept alive: the old workers linger on stop
@@ -182,14 +201,14 @@ def test_a_unix_socket_is_shared_by_the_workers(environment, tmp_path):
     path = tmp_path / "gunicorn.sock"
     server = start(environment, f"unix:{path}")
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120  # a ceiling: a start takes seconds on a busy machine
         while len(worker_pids(server)) < 2 or not path.exists():
             assert server.poll() is None and time.monotonic() < deadline
             time.sleep(0.1)
         workers = worker_pids(server)
         for _ in range(4):
             with socket.socket(socket.AF_UNIX) as client:
-                client.settimeout(10)
+                client.settimeout(60)
                 client.connect(str(path))
                 client.sendall(b"GET /sitemaps/none/sitemap.xml HTTP/1.1\r\nHost: a\r\n"
                                b"Connection: close\r\n\r\n")
@@ -212,12 +231,17 @@ def test_an_address_that_is_not_this_machines_stops_gunicorn_at_once(environment
 
 
 def test_a_binary_upgrade_is_refused_in_words_and_the_server_goes_on(environment):
+    # The master forks a new master for the upgrade; that one refuses, says why and exits.
+    # Once the old master has seen it end, it must still be running and serving.
     port = free_port()
     with production_server(environment, port) as master:
+        workers = set(worker_pids(master))
         master.send_signal(signal.SIGUSR2)
-        time.sleep(3)
+        wait_for(lambda: any("a binary upgrade (USR2) does not work with a socket per worker"
+                             in line for line in master.lines), 120, "the upgrade refused")
+        wait_for(lambda: set(worker_pids(master)) == workers, 120,
+                 "the master to reap the refused upgrade")
         assert master.poll() is None and answers(port)
-    assert "a binary upgrade (USR2) does not work with a socket per worker" in master.output
 
 
 def test_a_socket_from_systemd_is_shared_by_the_workers(environment):
@@ -234,7 +258,7 @@ def test_a_socket_from_systemd_is_shared_by_the_workers(environment):
         text=True)
     listener.close()  # gunicorn holds it now
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # a ceiling: a start takes seconds on a busy machine
         while len(worker_pids(server)) < 2 or not answers(port):
             if server.poll() is not None or time.monotonic() > deadline:
                 break

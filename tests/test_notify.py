@@ -490,7 +490,7 @@ def test_a_url_edit_during_an_import_waits_instead_of_deadlocking(app, session, 
         event.remove(database, "before_cursor_execute", note_the_editors_ask)
     import_urls(session, site, io.StringIO(f"loc,lastmod\n{site.base_url}x,2026-02-02\n"))
     session.commit()
-    editor.join(20)
+    editor.join(60)  # a ceiling: it goes on once the import has committed
     assert not editor.is_alive() and errors == []
     session.expire_all()
     assert session.scalar(select(Url.lastmod).where(Url.loc == f"{site.base_url}x")) == "2026-03-03"

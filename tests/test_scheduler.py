@@ -288,7 +288,9 @@ def test_a_stopped_worker_finishes_the_run_in_hand(app, session, database_url, t
     session.commit()
     with AppProcesses(tmp_path, processes_env(app, database_url)) as processes:
         clock, worker = processes.scheduler(), processes.worker()
-        wait_for(lambda: statuses(session, site) == ["running"], 60, "a run to start")
+        # A ceiling, not a duration: a scheduler's and a worker's start take many seconds
+        # under load.
+        wait_for(lambda: statuses(session, site) == ["running"], 180, "a run to start")
         log = processes.stop(worker)
         processes.stop(clock)
     assert worker.returncode == 0, log
@@ -315,13 +317,13 @@ def test_two_schedulers_and_two_workers_never_do_the_same_work_twice(app, sessio
     with AppProcesses(tmp_path, processes_env(app, database_url)) as processes:
         started = [processes.scheduler(), processes.scheduler(), processes.worker(),
                    processes.worker()]
-        wait_for(lambda: all(len(statuses(session, site)) >= 2 for site in sites), 60,
+        wait_for(lambda: all(len(statuses(session, site)) >= 2 for site in sites), 180,
                  "two runs of every site")
         for n, site in enumerate(sites):  # changes while both run
             save_url(session, site, f"{site.base_url}new/{n}")
             session.commit()
         wait_for(lambda: len({url for body in posted(engine) for url in body["urlList"]})
-                 == 3 * 3001, 60, "every URL announced")
+                 == 3 * 3001, 180, "every URL announced")
         errors = [processes.stop(process) for process in started]
     assert all("Traceback" not in error for error in errors), errors
     session.expire_all()

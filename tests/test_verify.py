@@ -90,7 +90,7 @@ def test_a_run_records_every_field_and_never_leaves_the_site(app, session, runne
     assert (found["canonical-self"].outcome, found["canonical-self"].canonical) == (
         "ok", f"{base}canonical-self")
     assert found["slow"].outcome == "unreachable" and found["slow"].status is None
-    assert "no answer within 1 s" in found["slow"].error
+    assert "no answer within 5 s" in found["slow"].error
     # Shift_JIS by header, EUC-JP by <meta>: read as the same text as the UTF-8 page.
     japanese = test_website.digest_of_text("サイトマップ日本語のページです")
     assert {found[p].fingerprint for p in ("sjis", "eucjp", "utf8")} == {japanese}
@@ -414,7 +414,9 @@ def test_ignore_patterns_run_in_linear_time_and_python_only_syntax_is_refused(se
     code = ("import lxml.html; from webapp.verify import page, settings;"
             "tree = lxml.html.fromstring('<p>' + 'a' * 40 + '!</p>');"
             f"page.fingerprint(tree, b'', settings.ignore_patterns({site.verify_ignore!r}))")
-    subprocess.run([sys.executable, "-c", code], timeout=10, check=True)
+    # A ceiling for a stuck test: a start of Python takes seconds on a busy machine, and the
+    # backtracking the pattern asks of `re` (2^40 steps) would take hours.
+    subprocess.run([sys.executable, "-c", code], timeout=120, check=True)
     with pytest.raises(InvalidValue, match=r"line 2 is not .*\(RE2\)"):
         update_site(session, site, {"verify_ignore": r"nonce-\w+\n(a)\1"})
     with pytest.raises(InvalidValue, match="at most 300 characters"):

@@ -116,7 +116,7 @@ class Website:
             return self.html(f'<link rel="canonical" href="{self.base}/site/canonical-self">'
                              "</head><body>Me</body></html>")
         if path == "/site/slow":
-            self.release_slow.wait(10)
+            self.release_slow.wait(120)  # until the website stops: past any time-out
             return self.html("</head><body>Late</body></html>")
         if path == "/site/sjis":
             return Response(JAPANESE.encode("shift_jis"),
