@@ -151,13 +151,8 @@ class NodeCache:
         except FileNotFoundError:
             return 0
         for entry in entries:
-            digest = entry.name.lstrip(".")[:64]
-            try:
-                if digest not in named and entry.stat().st_mtime < limit:
-                    os.unlink(entry.path)
-                    removed += 1
-            except FileNotFoundError:
-                continue
+            if entry.name.lstrip(".")[:64] not in named and _remove_if_older(entry.path, limit):
+                removed += 1
         return removed
 
     def drop(self, digests: set[str], grace: float = TRIM_GRACE) -> int:
@@ -174,12 +169,7 @@ class NodeCache:
         limit = time.time() - grace
         for digest in digests - named:
             for path in (self.bodies / digest, self.bodies / f"{digest}.gz"):
-                try:
-                    if path.stat().st_mtime < limit:
-                        path.unlink()
-                        removed += 1
-                except FileNotFoundError:
-                    continue
+                removed += _remove_if_older(path, limit)
         return removed
 
     def remember(self, key: str, published: PublishedSet) -> None:
@@ -216,3 +206,15 @@ class NodeCache:
     def forget(self, key: str) -> None:
         """Forget the last set read of a deleted site."""
         (self.root / KNOWN / f"{key}.json").unlink(missing_ok=True)
+
+
+def _remove_if_older(path: str | os.PathLike, limit: float) -> bool:
+    """Remove a cached file last written before `limit` (a time); whether it went (one that
+    another process removed meanwhile did not)."""
+    try:
+        if os.stat(path).st_mtime < limit:
+            os.unlink(path)
+            return True
+    except FileNotFoundError:
+        pass
+    return False

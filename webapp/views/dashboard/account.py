@@ -33,7 +33,6 @@ def _safe_next(target: str | None) -> str:
     return url_for("dashboard.sites")
 
 
-
 @bp.route("/sign-in", methods=["GET", "POST"])
 def sign_in_page():
     if current_user.is_authenticated:
