@@ -239,6 +239,26 @@ def test_a_node_drops_cached_bodies_no_kept_generation_names(app, session):
     assert cached == named
 
 
+def test_a_prunes_drop_removes_only_the_bodies_no_kept_generation_names(app, session):
+    site = make_site(session)
+    page = make_urls(session, site, 2)
+    store = get_store(app)
+    for day in range(1, 4):
+        save_url(session, site, page[0], {"lastmod": f"2026-01-0{day}"})
+        session.commit()
+        jobs.regenerate(site.id, app)
+    named = {f.sha256 for generation in store.kept_generations(site.storage_key)
+             for f in store.generation_set(site.storage_key, generation).files.values()}
+    stale = "0" * 64  # a body no list names, cached both ways
+    (store.bodies / stale).write_bytes(b"old")
+    (store.bodies / f"{stale}.gz").write_bytes(b"old")
+
+    assert store.cache.drop(named | {stale}, grace=0) == 2
+    assert store.cache.drop({stale}) == 0  # gone already
+
+    assert {path.name[:64] for path in store.bodies.iterdir()} == named
+
+
 def test_a_new_site_never_serves_the_cached_set_of_a_deleted_one(app, session):
     """SQLite gives a deleted row's id to the next row: a new site's first generation may take
     the id of a deleted site's, and must still serve its own files, not the set cached then."""
