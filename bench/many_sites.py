@@ -8,16 +8,18 @@ a schema of its own, dropped at the end):
 
 1. 2,000 sites of 100 URLs, loaded in bulk, all due, generated as a worker's regenerate_due
    task generates them (`jobs.generate_many_if_due`, a batch of `queue.BATCH` sites at a time),
-   against one site of 200,000 URLs generated once (target: the 2,000 take at most 3x the
-   one); 2,000 more with their announcements planned too (`jobs.regenerate_many_if_due`);
+   against one site of 200,000 URLs (target: the 2,000 take at most 3x the one), and 2,000
+   more shared by two workers, each taking the next batch when done with one (target on
+   PostgreSQL: at most 0.6x the time of one; none on SQLite, which lets one writer in at a
+   time). Each of these phases runs in worker processes started for it and warmed with a
+   batch, on a database settled first (`settle`); they are measured in `--repeat` rounds
+   (default 3), each on sites of its own, and the targets are judged on the medians.
    `--history N` measures sites that have run N times before, each run publishing a new set
-   (`with_history`: a site's cost should not grow with its history);
-   `--profile N` prints the top of a cProfile of N more small sites' runs (where the per-site
-   time goes); and 2,000 more shared by two worker processes, each taking the next batch
-   when done with one (target on PostgreSQL: at most 0.6x the time of one; none on SQLite,
-   which lets one writer in at a time). Then the median time of the first
-   page of `GET /api/v1/sites` (100 sites), of a page 90% deep (by cursor), and the time to
-   walk the whole list.
+   (`with_history`: a site's cost should not grow with its history). Then 2,000 more with
+   their announcements planned too (`jobs.regenerate_many_if_due`); `--profile N` prints the
+   top of a cProfile of N more small sites' runs (where the per-site time goes); and the
+   median time of the first page of `GET /api/v1/sites` (100 sites), of a page 90% deep (by
+   cursor), and the time to walk the whole list of every site loaded by then.
 2. 10,000 sites and 1,000,000 URLs among them, each site with a run and every tenth with
    announcements: a scheduler tick with every site due, deciding and queueing them on the
    broker (--redis URL or TEST_REDIS_URL; else the embedded one; target: under 1 s); the same
@@ -36,6 +38,7 @@ import pstats
 import re
 import sqlite3
 import statistics
+import sys
 import tempfile
 import time
 import uuid
@@ -195,6 +198,30 @@ def with_history(app, url: str, first: int, count: int, history: int) -> None:
             _in_batches(app, _due(url, first, count))
 
 
+def settle(url: str) -> None:
+    """Before a timed phase on PostgreSQL: VACUUM ANALYZE every table, as autovacuum does in
+    a live database (the server here may run without it), and CHECKPOINT, so that no phase
+    pays for the dead rows, the missing statistics or the checkpoint the writes before it
+    left due (a bench run writes about 800 MB of WAL: at max_wal_size 1 GB, a checkpoint
+    would land in one phase or another by chance). Every phase starts alike. (SQLite: nothing
+    to do; a role that may not CHECKPOINT vacuums only, and is told so.)"""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.exc import DBAPIError
+
+    if url.startswith("sqlite"):
+        return
+    engine = create_engine(url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:
+        for table in connection.scalars(text(
+                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")):
+            connection.execute(text(f'VACUUM ANALYZE "{table}"'))
+        try:
+            connection.execute(text("CHECKPOINT"))
+        except DBAPIError as error:  # needs superuser or pg_checkpoint
+            print(f"no CHECKPOINT before the phase: {error.orig}", file=sys.stderr)
+    engine.dispose()
+
+
 def history_rows(url: str) -> str:
     """The sizes of the tables a site's history fills, to print."""
     from sqlalchemy import create_engine, text
@@ -258,13 +285,16 @@ def timed(client, path: str, rounds: int, headers=None) -> float:
 
 
 def api_figures(app, sites: int, rounds: int) -> dict[str, float]:
+    """Median seconds of the list's first page and of a page 90% deep, the time to walk it
+    all, its pages and its sites (at least `sites`)."""
     client, headers = api_client(app)
     start = time.perf_counter()
-    seen, cursor = 0, None
+    seen, cursor, slugs = 0, None, []
     while True:
         page = client.get("/api/v1/sites?limit=100" + (f"&cursor={cursor}" if cursor else ""),
                           headers=headers).json
         seen += len(page["items"])
+        slugs += [item["slug"] for item in page["items"]]
         cursor = page["next_cursor"]
         if cursor is None:
             break
@@ -272,8 +302,8 @@ def api_figures(app, sites: int, rounds: int) -> dict[str, float]:
     assert seen >= sites, seen
     return {"first page": timed(client, "/api/v1/sites?limit=100", rounds, headers),
             "90% deep": timed(client, "/api/v1/sites?limit=100&cursor="
-                              + _cursor(f"site-{sites * 9 // 10:05d}"), rounds, headers),
-            "walk all": walk, "pages": -(-seen // 100)}
+                              + _cursor(slugs[seen * 9 // 10]), rounds, headers),
+            "walk all": walk, "pages": -(-seen // 100), "sites": seen}
 
 
 def _cursor(slug: str) -> str:
@@ -319,69 +349,96 @@ def _in_batches(app, site_ids: list[int], announce: bool = False) -> None:
         assert set(outcome.values()) == {"succeeded"}, outcome
 
 
-def generation_figures(app, url: str, small: int, urls_each: int, big_urls: int, profile: int,
-                       history: int = 0):
-    """Seconds to generate sites 1..`small` as workers do (in batches), the same for as many
-    more with their announcements planned, and one site of `big_urls`; with `profile`, the top
-    of a profile of as many more small sites' runs. With `history`, the small sites have run
-    that many times before (`with_history`)."""
-    from webapp import jobs
+def generation_round(app, url: str, folder: Path, first: int, small: int, urls_each: int,
+                     big_urls: int, history: int = 0, two_first: bool = False) -> dict:
+    """One round of the comparisons, on sites from `first` on (sites first..first+small-1
+    loaded already), each phase timed in worker processes alike (`in_workers`): `small`
+    sites generated by one worker, a batch at a time; one site of `big_urls` by one worker;
+    and `small` more sites shared by two workers. With `history`, the small sites have run
+    that many times before (`with_history`). With `two_first`, the two workers run first and
+    the one worker last (the database grows as a round goes: rounds alternate the order)."""
+    from sqlalchemy import create_engine, text
+
     from webapp.tasks.queue import BATCH
 
-    # A worker is a long-lived process: one batch first fills its caches (compiled
-    # statements, imports, connections), as the two workers below do before they are timed.
-    add_sites(url, 20 * small, BATCH, urls_each, history=False)
-    _in_batches(app, _due(url, 20 * small, BATCH))
-    with_history(app, url, 1, small, history)
-    ids = _due(url, 1, small)
-    start, cpu = time.perf_counter(), time.process_time()
-    _in_batches(app, ids)
-    many, many_cpu = time.perf_counter() - start, time.process_time() - cpu
-    big_id = small + 1
+    def batches_of(ids: list[int]) -> list[list[int]]:
+        return [ids[start:start + BATCH] for start in range(0, len(ids), BATCH)]
+
+    big_id, others = first + small, first + small + 1
+    warm_ups = others + small  # a batch for each of the four workers
     add_sites(url, big_id, 1, big_urls, history=False)
-    start = time.perf_counter()
-    run = jobs.regenerate(big_id, app)
-    one = time.perf_counter() - start
-    assert run.status == "succeeded" and run.url_count == big_urls, (run.status, run.error)
-    add_sites(url, big_id + 1, small, urls_each, history=False)
-    with_history(app, url, big_id + 1, small, history)
-    ids = _due(url, big_id + 1, small)
-    start = time.perf_counter()
-    _in_batches(app, ids, announce=True)
-    announced = time.perf_counter() - start
-    profiled = None
-    if profile:
-        first = big_id + 1 + small
-        add_sites(url, first, profile, urls_each, history=False)
-        ids = _due(url, first, profile)
-        profiler = cProfile.Profile()
-        profiler.enable()
-        _in_batches(app, ids)
-        profiler.disable()
-        out = io.StringIO()
-        stats = pstats.Stats(profiler, stream=out)
-        stats.sort_stats("cumulative").print_stats(r"webapp/", 16)  # the app's own steps
-        stats.sort_stats("tottime").print_stats(12)  # and what they spend it on
-        profiled = re.sub(r"\n{3,}", "\n\n", out.getvalue())
-    return many, many_cpu, announced, one, profiled
+    add_sites(url, others, small, urls_each, history=False)
+    add_sites(url, warm_ups, 4 * BATCH, urls_each, history=False)
+    with_history(app, url, first, small, history)
+    with_history(app, url, others, small, history)
+    warm = batches_of(_due(url, warm_ups, 4 * BATCH))
+    phases = {"many": lambda: in_workers(url, folder / "many", batches_of(
+                  _due(url, first, small)), warm[:1]),
+              "one": lambda: in_workers(url, folder / "one", [_due(url, big_id, 1)], warm[1:2]),
+              "both": lambda: in_workers(url, folder / "both", batches_of(
+                  _due(url, others, small)), warm[2:])}
+    order = ["both", "one", "many"] if two_first else ["many", "one", "both"]
+    timed = {name: phases[name]() for name in order}
+    (many, (one_worker,)), (one, _), (both, workers) = (timed[name]
+                                                       for name in ("many", "one", "both"))
+    engine = create_engine(url)
+    with engine.connect() as connection:
+        written = connection.scalar(text(
+            "SELECT url_count FROM generations WHERE site_id = :site ORDER BY id DESC LIMIT 1"),
+            {"site": big_id})
+    engine.dispose()
+    assert written == big_urls, written
+    return {"many": many, "many_cpu": one_worker[2], "one": one, "both": both,
+            "workers": workers}
 
 
-def _regenerate_share(url: str, folder: str, warm_up: list[int], batches, ready,
-                      finished) -> None:
+def announced_figure(app, url: str, folder: Path, first: int, small: int, urls_each: int,
+                     history: int = 0) -> float:
+    """Seconds for one worker to generate `small` sites from `first` on with their
+    announcements planned (as the scheduled runs do)."""
+    from webapp.tasks.queue import BATCH
+
+    add_sites(url, first, small + BATCH, urls_each, history=False)
+    with_history(app, url, first, small, history)
+    ids = _due(url, first, small)
+    seconds, _ = in_workers(url, folder, [ids[start:start + BATCH] for start in range(
+        0, small, BATCH)], [_due(url, first + small, BATCH)], announce=True)
+    return seconds
+
+
+def profiled_runs(app, url: str, first: int, count: int, urls_each: int) -> str:
+    """The top of a cProfile of `count` small sites' first runs."""
+    add_sites(url, first, count, urls_each, history=False)
+    ids = _due(url, first, count)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    _in_batches(app, ids)
+    profiler.disable()
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out)
+    stats.sort_stats("cumulative").print_stats(r"webapp/", 16)  # the app's own steps
+    stats.sort_stats("tottime").print_stats(12)  # and what they spend it on
+    return re.sub(r"\n{3,}", "\n\n", out.getvalue())
+
+
+def _worker(url: str, folder: str, warm_up: list[int], batches, ready, finished,
+            announce: bool) -> None:
     """One worker, in a process of its own (as a Celery worker runs), started when every
     worker is ready, taking batches until there are none left: as a Celery worker takes its
     next message (one at a time, `worker_prefetch_multiplier=1`), whichever worker is free
     takes the next batch. A worker is a long-lived process: its start, and the first batch
     that fills its caches (compiled statements, imports, connections), are not part of the
-    figure, as they are not for the one worker measured in this process."""
+    figure. With `announce`, the runs plan their announcements too."""
     from webapp import jobs
 
     app = make_app(url, Path(folder))
-    _in_batches(app, warm_up)
+    _in_batches(app, warm_up, announce)
+    ready.wait()  # warmed up; the parent settles the database meanwhile
     ready.wait()
     taken, cpu = 0, time.process_time()
     while (batch := batches.get()) is not None:
-        outcome = jobs.generate_many_if_due(batch, app)
+        outcome = (jobs.regenerate_many_if_due if announce else jobs.generate_many_if_due)(
+            batch, app)
         assert set(outcome.values()) == {"succeeded"}, outcome
         taken += 1
     # A system-wide clock: the parent compares them. And this process's CPU time, which
@@ -390,29 +447,35 @@ def _regenerate_share(url: str, folder: str, warm_up: list[int], batches, ready,
     app.extensions["db_engine"].dispose()
 
 
-def two_workers(app, url: str, folder: Path, first: int, count: int, urls_each: int,
-                history: int = 0) -> tuple[float, list[tuple[float, int, float]]]:
-    """Seconds for two processes to generate `count` more small sites, a batch at a time,
-    each taking the next batch when it is done with one, as the broker hands out what the
-    clock queued (with `history`, sites that have run that many times before); and per
-    worker, when it was done, how many batches it took and its CPU seconds."""
-    from webapp.tasks.queue import BATCH
-
-    add_sites(url, first, count + 2 * BATCH, urls_each, history=False)
-    with_history(app, url, first, count, history)
-    warm_up = _due(url, first + count, 2 * BATCH)
-    ids = _due(url, first, count)
+def in_workers(url: str, folder: Path, batches: list[list[int]], warm_ups: list[list[int]],
+               announce: bool = False) -> tuple[float, list[tuple[float, int, float]]]:
+    """Seconds for as many worker processes as `warm_ups` (a batch each, run before the
+    clock starts) to run `batches` of due sites, each taking the next batch when it is done
+    with one, as the broker hands out what the clock queued; and per worker, when it was
+    done, how many batches it took and its CPU seconds. The database is settled (`settle`)
+    once the workers are warm, before the clock starts. With `announce`, the runs plan
+    their announcements too."""
     context = multiprocessing.get_context("spawn")
-    ready, batches, finished = context.Barrier(3), context.Queue(), context.Queue()
-    for start in range(0, count, BATCH):
-        batches.put(ids[start:start + BATCH])
-    workers = [context.Process(target=_regenerate_share, args=(
-        url, str(folder / f"worker-{n}"), warm_up[n * BATCH:(n + 1) * BATCH], batches, ready,
-        finished)) for n in range(2)]
+    # A worker that fails, or a settle that does, breaks the barrier for all: no one waits on.
+    ready, queue, finished = context.Barrier(len(warm_ups) + 1, timeout=600), \
+        context.Queue(), context.Queue()
+    for batch in batches:
+        queue.put(batch)
+    workers = [context.Process(target=_worker, args=(
+        url, str(folder / f"worker-{n}"), warm_up, queue, ready, finished, announce))
+        for n, warm_up in enumerate(warm_ups)]
     for worker in workers:
         worker.start()
-        batches.put(None)  # after the batches: one end for each worker
-    ready.wait()
+        queue.put(None)  # after the batches: one end for each worker
+    try:
+        ready.wait()  # all warmed up
+        settle(url)
+        ready.wait()
+    except BaseException:
+        ready.abort()
+        for worker in workers:
+            worker.join()
+        raise
     start = time.perf_counter()
     for worker in workers:
         worker.join()
@@ -455,11 +518,21 @@ def measure(kind: str, server_url: str | None, folder: Path, args) -> list[str]:
         add_sites(url, 1, args.small_sites, args.urls_per_site, history=False)
         loaded = time.perf_counter() - start
         app = make_app(url, folder / "a")
-        many, many_cpu, announced, one, profiled = generation_figures(
-            app, url, args.small_sites, args.urls_per_site, args.big_site, args.profile,
-            args.history)
+        from webapp.tasks.queue import BATCH
+
+        stride = 2 * args.small_sites + 4 * BATCH + 2  # the sites of a round
+        rounds = []
+        for round_ in range(args.repeat):
+            first = 1 + round_ * stride
+            if round_:
+                add_sites(url, first, args.small_sites, args.urls_per_site, history=False)
+            rounds.append(generation_round(app, url, folder / f"round-{round_}", first,
+                                           args.small_sites, args.urls_per_site, args.big_site,
+                                           args.history, two_first=round_ % 2 == 1))
+        announced = announced_figure(app, url, folder / "announced", 1 + args.repeat * stride,
+                                     args.small_sites, args.urls_per_site, args.history)
         figures = api_figures(app, args.small_sites, args.rounds)  # every site has a run now
-        lines.append(f"{kind:10} {args.small_sites:>6} {args.small_sites * args.urls_per_site:>9}"
+        lines.append(f"{kind:10} {figures['sites']:>6} {'sites':>9}"
                      f" API list  first page {figures['first page'] * 1000:7.1f} ms, 90% deep "
                      f"{figures['90% deep'] * 1000:7.1f} ms, all {figures['pages']} pages "
                      f"{figures['walk all']:.2f} s  (loaded in {loaded:.1f} s)")
@@ -467,25 +540,32 @@ def measure(kind: str, server_url: str | None, folder: Path, args) -> list[str]:
             lines.append(f"{kind:10} history: each small site ran {args.history} times before "
                          f"(the newest {min(args.history, app.config['SITEMAP_KEEP_GENERATIONS'])}"
                          f" for real, a URL changed before each), {history_rows(url)}")
-        lines.append(f"{kind:10} generation: {args.small_sites} sites x {args.urls_per_site} URLs"
-                     f" in the worker's batches {many:.2f} s ({many / args.small_sites * 1000:.2f} "
-                     f"ms a site); one site of {args.big_site:,} URLs {one:.2f} s; ratio "
-                     f"{many / one:.2f}x (target <= 3x)")
-        lines.append(f"{kind:10} generation and announcements planned: {args.small_sites} more "
-                     f"sites {announced:.2f} s ({announced / args.small_sites * 1000:.2f} ms a "
-                     f"site), {announced / one:.2f}x the one site")
-        if profiled:
-            lines.append(f"{kind:10} profile of {args.profile} more small sites' runs:\n{profiled}")
-        both, workers = two_workers(app, url, folder / "a", 10 * args.small_sites,
-                                    args.small_sites, args.urls_per_site, args.history)
         # SQLite lets one writer in at a time, and a batch writes from its first statement
         # to its commit: a second worker cannot halve the time, and no target is set there.
         target = "target <= 0.6x" if server_url else "no target: SQLite has one writer"
-        lines.append(f"{kind:10} generation: the same with two worker processes {both:.2f} s, "
-                     f"{both / many:.2f}x of one ({target}; batches taken "
-                     f"{' and '.join(str(taken) for _, taken, _ in workers)}, the workers' CPU "
-                     f"{' + '.join(f'{cpu:.2f}' for _, _, cpu in workers)} s against the one's "
-                     f"{many_cpu:.2f} s)")
+        for number, r in enumerate(rounds, 1):
+            lines.append(
+                f"{kind:10} generation, round {number} of {args.repeat}: {args.small_sites} sites"
+                f" x {args.urls_per_site} URLs in the worker's batches {r['many']:.2f} s "
+                f"({r['many'] / args.small_sites * 1000:.2f} ms a site); one site of "
+                f"{args.big_site:,} URLs {r['one']:.2f} s ({r['many'] / r['one']:.2f}x); two "
+                f"worker processes {r['both']:.2f} s ({r['both'] / r['many']:.2f}x of one; "
+                f"batches taken {' and '.join(str(taken) for _, taken, _ in r['workers'])}, "
+                f"the workers' CPU {' + '.join(f'{cpu:.2f}' for _, _, cpu in r['workers'])} s "
+                f"against the one's {r['many_cpu']:.2f} s)")
+        ratio = statistics.median(r["many"] / r["one"] for r in rounds)
+        halved = statistics.median(r["both"] / r["many"] for r in rounds)
+        one = statistics.median(r["one"] for r in rounds)
+        lines.append(f"{kind:10} generation, the median of {args.repeat} rounds: "
+                     f"{args.small_sites} sites against one site of the same URLs {ratio:.2f}x "
+                     f"(target <= 3x); two worker processes {halved:.2f}x of one ({target})")
+        lines.append(f"{kind:10} generation and announcements planned: {args.small_sites} more "
+                     f"sites {announced:.2f} s ({announced / args.small_sites * 1000:.2f} ms a "
+                     f"site), {announced / one:.2f}x the one site (its median)")
+        if args.profile:
+            profiled = profiled_runs(app, url, 1 + (args.repeat + 1) * stride, args.profile,
+                                     args.urls_per_site)
+            lines.append(f"{kind:10} profile of {args.profile} more small sites' runs:\n{profiled}")
         app.extensions["db_engine"].dispose()
         if not args.lists:
             return lines
@@ -529,6 +609,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="profile N of the small sites' runs and print the top entries")
+    parser.add_argument("--repeat", type=lambda n: max(1, int(n)), default=3, metavar="N",
+                        help="measure the generation comparisons in N rounds, each on sites of "
+                             "its own, and judge their medians (default: 3)")
     parser.add_argument("--history", type=int, default=0, metavar="N",
                         help="the small sites have run N times before they are measured, each "
                              "run publishing a new set (default: their first run is measured)")

@@ -15,7 +15,7 @@ from sqlalchemy import event, func, select
 from tests.builders import make_site, make_urls
 from tests.probes import wait_for
 from webapp import create_app, jobs
-from webapp.models import FileBody, FileBodyPart
+from webapp.models import FileBody, FileBodyPart, StoredFile
 from webapp.sitemaps import get_store
 from webapp.urls import delete_url, save_url
 from webapp.users import create_user
@@ -257,6 +257,46 @@ def test_a_prunes_drop_removes_only_the_bodies_no_kept_generation_names(app, ses
     assert store.cache.drop({stale}) == 0  # gone already
 
     assert {path.name[:64] for path in store.bodies.iterdir()} == named
+
+
+def test_a_body_named_again_while_a_prune_deletes_it_is_kept_whole(app, session):
+    """Another run names a body the prune found unnamed (the same content again), committing
+    just before the prune deletes the bodies: the body stays with every part of it, never a
+    list naming a body whose parts went."""
+    site = make_site(session)
+    page = make_urls(session, site, 2)
+    store = get_store(app)
+    runs = []
+    for day in (1, 2):
+        save_url(session, site, page[0], {"lastmod": f"2026-01-0{day}"})
+        session.commit()
+        runs.append(jobs.regenerate(site.id, app))
+    old = store.generation_set(site.storage_key, runs[0].id).files["sitemap.xml"]
+    parts = session.scalar(select(func.count()).select_from(FileBodyPart)
+                           .where(FileBodyPart.digest == old.sha256))
+    assert parts >= 1
+    engine = app.extensions["db_engine"]
+    named_again = []
+
+    def another_run(conn, cursor, statement, parameters, context, executemany):
+        if statement.startswith("DELETE FROM file_bodies") and not named_again:
+            with engine.begin() as other:  # a run of its own, committed at once
+                other.execute(StoredFile.__table__.insert().values(
+                    generation_id=runs[1].id, name="again.xml", kind="urlset",
+                    digest=old.sha256, size=old.size, gzip_size=old.gzip_size))
+            named_again.append(old.sha256)
+
+    event.listen(engine, "before_cursor_execute", another_run)
+    try:
+        assert store.prune(site.storage_key, keep=1) == [runs[0].id]
+    finally:
+        event.remove(engine, "before_cursor_execute", another_run)
+
+    assert named_again == [old.sha256]
+    session.rollback()  # a fresh snapshot
+    assert session.get(FileBody, old.sha256) is not None
+    assert session.scalar(select(func.count()).select_from(FileBodyPart)
+                          .where(FileBodyPart.digest == old.sha256)) == parts
 
 
 def test_a_new_site_never_serves_the_cached_set_of_a_deleted_one(app, session):

@@ -503,9 +503,10 @@ class SitemapStore:
     def drop_generations(self, removed: list[int]) -> None:
         """Drop the file lists of generations `removed`, then the bodies no list names."""
         with self._sessions() as session:
-            named = set(session.scalars(select(StoredFile.digest).where(
-                StoredFile.generation_id.in_(removed))))
-            session.execute(delete(StoredFile).where(StoredFile.generation_id.in_(removed)))
+            named = set(session.scalars(
+                delete(StoredFile).where(many_rows.among(session, StoredFile.generation_id,
+                                                         removed))
+                .returning(StoredFile.digest).execution_options(synchronize_session=False)))
             session.commit()
             self._drop_unnamed_bodies(session, named)
         try:
@@ -516,19 +517,24 @@ class SitemapStore:
     @staticmethod
     def _drop_unnamed_bodies(session: Session, among: set[str] | None = None) -> None:
         """Delete bodies no file list names (of `among`, the bodies the dropped lists named:
-        a prune looks at those only, not at every body of every site). A run that is about to
-        name one again (the same content as a pruned file) makes this fail on the foreign key,
-        or its own insert fail: never a list naming a missing body. Left for the next prune
-        then (a site's removal looks at every body)."""
-        unnamed = ~exists().where(StoredFile.digest == FileBody.digest)
-        if among is not None:
-            if not among:
-                return
-            unnamed = unnamed & FileBody.digest.in_(among)
+        a prune looks at those only, not at every body of every site).
+
+        One statement deletes the bodies, and their parts go with them (ON DELETE CASCADE):
+        a body a run names again meanwhile (the same content as a pruned file) is either kept
+        whole or its delete fails on the foreign key, as that run's insert does if it comes
+        second; never a list naming a body without its parts. Left for the next prune then
+        (a site's removal looks at every body)."""
+        if among is None:  # every body: one pass over both tables
+            unnamed = ~exists().where(StoredFile.digest == FileBody.digest)
+        elif not among:
+            return
+        else:  # an index probe a body: an EXISTS may be planned as a hash of every list
+            unnamed = many_rows.among(session, FileBody.digest, among) & (
+                select(StoredFile.digest).where(StoredFile.digest == FileBody.digest)
+                .limit(1).scalar_subquery().is_(None))
         try:
-            session.execute(delete(FileBodyPart).where(FileBodyPart.digest.in_(
-                select(FileBody.digest).where(unnamed))))
-            session.execute(delete(FileBody).where(unnamed))
+            session.execute(delete(FileBody).where(unnamed)
+                            .execution_options(synchronize_session=False))
             session.commit()
         except SQLAlchemyError:
             session.rollback()
