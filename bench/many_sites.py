@@ -336,15 +336,20 @@ def _due(url: str, first: int, count: int) -> list[int]:
     return list(range(first, first + count))
 
 
+def batches_of(site_ids: list[int]) -> list[list[int]]:
+    """`site_ids` in batches of queue.BATCH, as the clock queues them."""
+    from webapp.tasks.queue import BATCH
+
+    return [site_ids[start:start + BATCH] for start in range(0, len(site_ids), BATCH)]
+
+
 def _in_batches(app, site_ids: list[int], announce: bool = False) -> None:
     """Run the sites as the worker's regenerate_due task does: a batch of queue.BATCH sites
     at a time (with `announce`, their announcements planned too)."""
     from webapp import jobs
-    from webapp.tasks.queue import BATCH
 
     run = jobs.regenerate_many_if_due if announce else jobs.generate_many_if_due
-    for start in range(0, len(site_ids), BATCH):
-        batch = site_ids[start:start + BATCH]
+    for batch in batches_of(site_ids):
         outcome = run(batch, app)
         assert set(outcome.values()) == {"succeeded"}, outcome
 
@@ -357,12 +362,9 @@ def generation_round(app, url: str, folder: Path, first: int, small: int, urls_e
     and `small` more sites shared by two workers. With `history`, the small sites have run
     that many times before (`with_history`). With `two_first`, the two workers run first and
     the one worker last (the database grows as a round goes: rounds alternate the order)."""
-    from sqlalchemy import create_engine, text
+    from sqlalchemy import text
 
     from webapp.tasks.queue import BATCH
-
-    def batches_of(ids: list[int]) -> list[list[int]]:
-        return [ids[start:start + BATCH] for start in range(0, len(ids), BATCH)]
 
     big_id, others = first + small, first + small + 1
     warm_ups = others + small  # a batch for each of the four workers
@@ -372,21 +374,17 @@ def generation_round(app, url: str, folder: Path, first: int, small: int, urls_e
     with_history(app, url, first, small, history)
     with_history(app, url, others, small, history)
     warm = batches_of(_due(url, warm_ups, 4 * BATCH))
-    phases = {"many": lambda: in_workers(url, folder / "many", batches_of(
-                  _due(url, first, small)), warm[:1]),
-              "one": lambda: in_workers(url, folder / "one", [_due(url, big_id, 1)], warm[1:2]),
-              "both": lambda: in_workers(url, folder / "both", batches_of(
-                  _due(url, others, small)), warm[2:])}
-    order = ["both", "one", "many"] if two_first else ["many", "one", "both"]
-    timed = {name: phases[name]() for name in order}
-    (many, (one_worker,)), (one, _), (both, workers) = (timed[name]
-                                                       for name in ("many", "one", "both"))
-    engine = create_engine(url)
-    with engine.connect() as connection:
+    work = {"many": (batches_of(_due(url, first, small)), warm[:1]),
+            "one": ([_due(url, big_id, 1)], warm[1:2]),
+            "both": (batches_of(_due(url, others, small)), warm[2:])}
+    timed = {name: in_workers(url, folder / name, *work[name])
+             for name in (["both", "one", "many"] if two_first else ["many", "one", "both"])}
+    (many, (one_worker,)), (one, _), (both, workers) = \
+        timed["many"], timed["one"], timed["both"]
+    with app.extensions["db_engine"].connect() as connection:
         written = connection.scalar(text(
             "SELECT url_count FROM generations WHERE site_id = :site ORDER BY id DESC LIMIT 1"),
             {"site": big_id})
-    engine.dispose()
     assert written == big_urls, written
     return {"many": many, "many_cpu": one_worker[2], "one": one, "both": both,
             "workers": workers}
@@ -400,9 +398,8 @@ def announced_figure(app, url: str, folder: Path, first: int, small: int, urls_e
 
     add_sites(url, first, small + BATCH, urls_each, history=False)
     with_history(app, url, first, small, history)
-    ids = _due(url, first, small)
-    seconds, _ = in_workers(url, folder, [ids[start:start + BATCH] for start in range(
-        0, small, BATCH)], [_due(url, first + small, BATCH)], announce=True)
+    seconds, _ = in_workers(url, folder, batches_of(_due(url, first, small)),
+                            [_due(url, first + small, BATCH)], announce=True)
     return seconds
 
 
