@@ -597,6 +597,13 @@ def measure(kind: str, server_url: str | None, folder: Path, args) -> list[str]:
     return lines
 
 
+def round_count(value: str) -> int:
+    """--repeat's value: a whole number of rounds, at least one."""
+    if not value.isascii() or not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of 1 or more")
+    return int(value)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small-sites", type=int, default=2000)
@@ -606,7 +613,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="profile N of the small sites' runs and print the top entries")
-    parser.add_argument("--repeat", type=lambda n: max(1, int(n)), default=3, metavar="N",
+    parser.add_argument("--repeat", type=round_count, default=3, metavar="N",
                         help="measure the generation comparisons in N rounds, each on sites of "
                              "its own, and judge their medians (default: 3)")
     parser.add_argument("--history", type=int, default=0, metavar="N",
