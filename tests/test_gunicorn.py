@@ -115,6 +115,39 @@ def connections_held(port: int, pids: list[int]) -> collections.Counter:
     return held
 
 
+def listening(port: int) -> list[int]:
+    """How many connections wait in the accept queue of each socket listening on `port`
+    (/proc/net/tcp shows a listener's queue as its rx_queue)."""
+    queues = []
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[1].split(":")[1], 16) == port and fields[3] == "0A":  # 0A: LISTEN
+            queues.append(int(fields[4].split(":")[1], 16))
+    return queues
+
+
+def send_requests(port: int, count: int) -> list[socket.socket]:
+    crawlers = [socket.create_connection(("127.0.0.1", port), timeout=60) for _ in range(count)]
+    for crawler in crawlers:
+        crawler.sendall(b"GET /sitemaps/none/sitemap.xml HTTP/1.1\r\nHost: a\r\n\r\n")
+    return crawlers
+
+
+def unanswered(crawlers: list[socket.socket]) -> list[str]:
+    """What went wrong with each connection that got no 404 (the timeout is a ceiling)."""
+    failures = []
+    for crawler in crawlers:
+        try:
+            answer = crawler.recv(65536)
+            if not answer.startswith(b"HTTP/1.1 404"):
+                failures.append(repr(answer[:40]))
+        except OSError as error:
+            failures.append(repr(error))
+        finally:
+            crawler.close()
+    return failures
+
+
 def test_a_burst_of_keep_alive_connections_is_spread_over_the_workers(environment):
     # A crawler (or wrk) opens its connections at once and keeps them. With one listening
     # socket shared by the workers, the worker that happens to be idle accepted most of them
@@ -194,6 +227,56 @@ def test_a_reload_answers_every_new_connection(environment):
                 crawler.close()
     assert unanswered == [] and answered > 0 and while_old_lingered > 0
     assert new_workers and not new_workers & old_workers  # it did reload
+
+
+def test_connections_queued_for_a_worker_that_dies_are_answered_by_its_replacement(
+        environment):
+    # A worker that crashes or is killed for a timeout leaves connections the kernel queued on
+    # its socket and it never accepted. The socket outlives it (the master holds it), so the
+    # worker that replaces it answers them; closed with the worker, it would reset them.
+    port = free_port()
+    with production_server(environment, port) as master:
+        stuck, _running = worker_pids(master)
+        os.kill(stuck, signal.SIGSTOP)  # accepts nothing from now on
+        try:
+            crawlers = send_requests(port, 16)  # about half are hashed to the stuck one
+            assert sum(listening(port)) > 0  # queued where nobody accepts
+        finally:
+            os.kill(stuck, signal.SIGKILL)
+        assert unanswered(crawlers) == []
+        assert stuck not in worker_pids(master) and len(listening(port)) == 2
+
+
+def test_fewer_workers_leave_no_socket_that_nobody_accepts_from(environment):
+    # TTOU stops a worker for good: its socket must close with it, or the kernel would go on
+    # queueing a share of the new connections where nobody accepts them.
+    port = free_port()
+    with production_server(environment, port) as master:
+        master.send_signal(signal.SIGTTOU)
+        wait_for(lambda: len(worker_pids(master)) == 1 and len(listening(port)) == 1, 120,
+                 "one worker and one socket")
+        assert unanswered(send_requests(port, 32)) == []
+
+
+def test_more_workers_each_listen_on_a_socket_of_their_own(environment):
+    port = free_port()
+    with production_server(environment, port) as master:
+        master.send_signal(signal.SIGTTIN)
+        wait_for(lambda: len(worker_pids(master)) == 3 and answers(port), 120, "a third worker")
+        assert len(listening(port)) == 3
+        # Each worker's first requests are slow, and kept-alive connections close after 2 s:
+        # warm every one up, or those of the first two may close before the third answers.
+        assert all(answers(port) for _ in range(48))  # a worker missed: 3 * (2/3)**48
+        crawlers = send_requests(port, 64)
+        try:
+            for crawler in crawlers:
+                assert crawler.recv(65536).startswith(b"HTTP/1.1 404")  # served, kept open
+            held = connections_held(port, worker_pids(master))
+        finally:
+            for crawler in crawlers:
+                crawler.close()
+    assert sum(held.values()) == 64 and len(held) == 3
+    assert min(held.values()) > 0, held  # all of them on two workers: (2/3)**64 by chance
 
 
 def test_a_unix_socket_is_shared_by_the_workers(environment, tmp_path):
