@@ -5,9 +5,11 @@
 Publishes a 50,000-URL site, then serves the same published file from the app (gunicorn with
 the production settings of webapp/gunicorn_conf.py, 2 workers) and from nginx (2 workers,
 sendfile, gzip_static), both on 127.0.0.1, and loads each with wrk for: the gzip-encoded file,
-the plain file, and a conditional GET answered 304. The two servers take turns for several
-rounds and medians are compared, as they share this machine's two cores with wrk. Needs nginx
-and wrk (Debian: apt-get install nginx-light wrk).
+the plain file, and a conditional GET answered 304. A third server shows gunicorn's own
+ceiling on this machine: the same settings running bench/bare_app.py, which answers with the
+file's bytes and nothing else. The servers take turns for several rounds and medians are
+compared, as they share this machine's two cores with wrk. Needs nginx and wrk (Debian:
+apt-get install nginx-light wrk).
 Every request goes to 127.0.0.1 only, and each run is bounded by --seconds.
 """
 
@@ -112,12 +114,13 @@ def start_nginx(tmp: Path, folder: Path, port: int) -> subprocess.Popen:
     return subprocess.Popen(["nginx", "-c", str(config), "-e", str(tmp / "nginx-error.log")])
 
 
-def start_gunicorn(env: dict[str, str], port: int, threads: int) -> subprocess.Popen:
+def start_gunicorn(env: dict[str, str], port: int, threads: int,
+                   app: str = "webapp:create_app()") -> subprocess.Popen:
     gunicorn = Path(sys.executable).with_name("gunicorn")
     return subprocess.Popen(
         [str(gunicorn), "-c", "python:webapp.gunicorn_conf", "--workers", "2", "--threads",
-         str(threads), "--bind", f"127.0.0.1:{port}", "--log-level", "warning",
-         "webapp:create_app()"], env=env, cwd=ROOT)
+         str(threads), "--bind", f"127.0.0.1:{port}", "--log-level", "warning", app],
+        env=env, cwd=ROOT)
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -143,10 +146,13 @@ def main() -> None:
         tmp.chmod(0o755)  # nginx workers run as an unprivileged user and must read the files
         env, folder = publish(tmp)
         size, gz_size = (folder / "sitemap.xml").stat().st_size, (folder / "sitemap.xml.gz").stat().st_size
-        app_port, nginx_port = free_port(), free_port()
+        app_port, bare_port, nginx_port = free_port(), free_port(), free_port()
         servers = {"app": start_gunicorn(env, app_port, args.threads),
+                   "bare": start_gunicorn({**env, "BARE_FOLDER": str(folder)}, bare_port,
+                                          args.threads, "bench.bare_app:app"),
                    "nginx": start_nginx(tmp, folder, nginx_port)}
         urls = {"app": f"http://127.0.0.1:{app_port}/sitemaps/shop/sitemap.xml",
+                "bare": f"http://127.0.0.1:{bare_port}/sitemap.xml",
                 "nginx": f"http://127.0.0.1:{nginx_port}/sitemap.xml"}
         try:
             for name, url in urls.items():
@@ -161,9 +167,9 @@ def main() -> None:
             print(f"{URLS} URLs: {size} bytes, {gz_size} gzipped; wrk -t2 -c{args.connections} "
                   f"-d{args.seconds}s, median of {args.rounds} alternating rounds; gunicorn 2 "
                   f"workers (webapp/gunicorn_conf.py), {args.threads} threads each; "
-                  "nginx 2 workers")
+                  "nginx 2 workers; bare: bench/bare_app.py under the same gunicorn")
             print(f"{'request':<22} {'app req/s':>10} {'nginx req/s':>12} {'ratio':>6}  "
-                  f"errors  (app runs; nginx runs)")
+                  f"{'bare req/s':>10} {'bare/nginx':>10}  errors  (app runs; bare runs; nginx runs)")
             for case, headers in cases.items():
                 rates = {name: [] for name in urls}
                 errors = {name: 0 for name in urls}
@@ -172,10 +178,11 @@ def main() -> None:
                         rate, failed = wrk(url, args.seconds, args.connections, headers(name))
                         rates[name].append(rate)
                         errors[name] += int(failed)
-                app, nginx = statistics.median(rates["app"]), statistics.median(rates["nginx"])
+                app, bare, nginx = (statistics.median(rates[name]) for name in urls)
                 runs = "; ".join(" ".join(f"{r:.0f}" for r in rates[n]) for n in urls)
                 print(f"{case:<22} {app:>10.0f} {nginx:>12.0f} {app / nginx:>6.2f}  "
-                      f"{errors['app']}/{errors['nginx']}  ({runs})", flush=True)
+                      f"{bare:>10.0f} {bare / nginx:>10.2f}  "
+                      f"{'/'.join(str(errors[n]) for n in urls)}  ({runs})", flush=True)
         finally:
             for process in servers.values():
                 stop(process)
