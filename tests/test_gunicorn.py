@@ -249,13 +249,23 @@ def test_connections_queued_for_a_worker_that_dies_are_answered_by_its_replaceme
 
 def test_fewer_workers_leave_no_socket_that_nobody_accepts_from(environment):
     # TTOU stops a worker for good: its socket must close with it, or the kernel would go on
-    # queueing a share of the new connections where nobody accepts them.
+    # queueing a share of the new connections where nobody accepts them. The stopped worker
+    # lingers for the kept-alive connections, while the master sends it TERM again and again.
     port = free_port()
     with production_server(environment, port) as master:
-        master.send_signal(signal.SIGTTOU)
-        wait_for(lambda: len(worker_pids(master)) == 1 and len(listening(port)) == 1, 120,
-                 "one worker and one socket")
+        crawlers = send_requests(port, 16)
+        try:
+            for crawler in crawlers:
+                assert crawler.recv(65536).startswith(b"HTTP/1.1 404")  # served, kept open
+            master.send_signal(signal.SIGTTOU)
+            wait_for(lambda: len(worker_pids(master)) == 1 and len(listening(port)) == 1, 120,
+                     "one worker and one socket")
+        finally:
+            for crawler in crawlers:
+                crawler.close()
         assert unanswered(send_requests(port, 32)) == []
+    assert "Exception in worker process" not in master.output, master.output
+    assert "exited with code" not in master.output, master.output
 
 
 def test_more_workers_each_listen_on_a_socket_of_their_own(environment):

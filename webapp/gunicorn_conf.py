@@ -44,8 +44,9 @@ class Worker(ThreadWorker):
     """
 
     def handle_exit(self, sig, frame) -> None:
+        stopping = self.alive  # the master sends TERM again each second until it has exited
         super().handle_exit(sig, frame)
-        if getattr(self, "slot", None) is not None:
+        if stopping and getattr(self, "slot", None) is not None:
             self.method_queue.defer(self._stop_listening)  # run by the worker's main loop
 
     def _stop_listening(self) -> None:
@@ -58,77 +59,100 @@ class Worker(ThreadWorker):
                     break
             listener.close()
 
+    def accept(self, listener) -> None:
+        if listener.sock is not None:  # an event that came with the stop, for a closed one
+            super().accept(listener)
+
 
 class Slots:
-    """The master's listening sockets, a slot per worker, each shared by the master and the
-    worker that listens on it (on a reload, the old and the new one for a moment).
+    """The master's listening sockets, a slot per worker (a socket per address), each shared
+    by the master and the worker that listens on it (on a reload, the old and the new one for
+    a moment).
 
     A socket is closed with whatever the kernel had queued on it still unaccepted: those
     connections are reset. So the socket of a worker that is replaced (a reload, a crash, a
     timeout) must outlive it: the master holds every slot, a new worker takes the slot that
     fewest workers hold, and a slot is closed only when there are fewer workers than slots
-    (TTOU) or gunicorn stops.
+    (TTOU) or gunicorn stops. A worker's `slot` is the list of its sockets.
     """
 
     def __init__(self, server, addresses: list[tuple]) -> None:
         self.server = server
         self.addresses = addresses
-        self.sockets: list[list] = []  # per slot, a socket per address
+        self.slots: list[list] = []
 
-    def add(self) -> int:
-        self.sockets.append([self._listen(address) for address in self.addresses])
-        self.server.LISTENERS.extend(self.sockets[-1])  # so that a stop closes it
-        return len(self.sockets) - 1
+    def add(self) -> list:
+        slot = []
+        try:
+            for address in self.addresses:
+                slot.append(self._listen(address))
+        except OSError:
+            for listener in slot:
+                listener.close()
+            raise
+        self.slots.append(slot)
+        self.server.LISTENERS.extend(slot)  # so that a stop closes it
+        return slot
 
     def _listen(self, address: tuple):
-        family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
-        raw = socket.socket(family, socket.SOCK_STREAM)
-        raw.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        raw.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        raw.bind(address)
+        kind = gunicorn_sock._sock_type(address)
+        raw = socket.socket(kind.FAMILY, socket.SOCK_STREAM)
+        try:
+            raw.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            raw.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            raw.bind(address)
+        except OSError:
+            raw.close()
+            raise
         # gunicorn's own class listens, sets the options it sets and is what workers expect.
-        return gunicorn_sock._sock_type(address)(address, self.server.cfg, self.server.log,
-                                                 fd=raw.detach())
+        return kind(address, self.server.cfg, self.server.log, fd=raw.detach())
 
-    def held(self, workers) -> list[int]:
-        """How many of `workers` listen on each slot."""
-        held = [0] * len(self.sockets)
+    def _held(self, workers) -> dict[int, int]:
+        """How many of `workers` listen on each slot, by the slot's id()."""
+        held = {id(slot): 0 for slot in self.slots}
         for worker in workers:
-            if getattr(worker, "slot", None) is not None and worker.slot < len(held):
-                held[worker.slot] += 1
+            slot = id(getattr(worker, "slot", None))
+            if slot in held:
+                held[slot] += 1
         return held
 
     def assign(self, worker) -> None:
         """Give a worker about to be forked the slot that fewest workers hold, or a new one
         when there are more workers than slots (TTIN)."""
-        held = self.held(self.server.WORKERS.values())
-        if len(self.sockets) < self.server.num_workers and all(held):
-            worker.slot = self.add()
-        else:
-            worker.slot = held.index(min(held))
+        held = self._held(list(self.server.WORKERS.values()))
+        if len(self.slots) < self.server.num_workers and all(held.values()):
+            try:
+                worker.slot = self.add()
+                return
+            except OSError as error:
+                self.server.log.error("No socket for one more worker (%s): it shares one", error)
+        worker.slot = min(self.slots, key=lambda slot: held[id(slot)])
 
     def take(self, worker) -> None:
         """In the forked worker: listen on its slot, and let go of the others (a lingering
         old worker must not keep a slot open that the master has closed)."""
-        worker.sockets = self.sockets[worker.slot]
-        for index, sockets in enumerate(self.sockets):
-            if index != worker.slot:
-                for listener in sockets:
+        worker.sockets = worker.slot
+        for slot in self.slots:
+            if slot is not worker.slot:
+                for listener in slot:
                     listener.close()
 
     def shrink(self, count: int) -> None:
         """Close the slots that no worker will hold once the master has stopped the oldest
-        workers beyond `count` (TTOU); their workers take what was queued as they stop."""
+        workers beyond `count` (TTOU), but for those that workers yet to start will take.
+        The stopped workers take what was queued on them as they stop."""
         workers = sorted(self.server.WORKERS.values(), key=lambda worker: worker.age)
-        held = self.held(workers[max(len(workers) - count, 0):])
-        for index in reversed(range(len(self.sockets))):
-            if len(self.sockets) > count and not held[index]:
-                for listener in self.sockets.pop(index):
-                    listener.close()
-                    self.server.LISTENERS.remove(listener)
-                for worker in workers:
-                    if getattr(worker, "slot", None) is not None and worker.slot > index:
-                        worker.slot -= 1
+        staying = workers[max(len(workers) - count, 0):]
+        held = self._held(staying)
+        empty = [slot for slot in self.slots if not held[id(slot)]]
+        for slot in empty[max(count - len(staying), 0):]:
+            self.slots.remove(slot)
+            for listener in slot:
+                listener.close()
+                self.server.LISTENERS.remove(listener)
+            for worker in workers:
+                if getattr(worker, "slot", None) is slot:
+                    worker.slot = None
 
 
 def on_starting(server) -> None:
@@ -151,7 +175,8 @@ def on_starting(server) -> None:
     for _ in range(cfg.workers):
         server.slots.add()
     server.log.info("Each worker listens on its own socket (SO_REUSEPORT) at %s",
-                    ", ".join(f"{host}:{port}" for host, port in tcp))
+                    ", ".join(f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+                              for host, port in tcp))
 
 
 def pre_fork(server, worker) -> None:
@@ -166,16 +191,19 @@ def post_fork(server, worker) -> None:
 
 
 def nworkers_changed(server, new_value, old_value) -> None:
+    # Also called from the thread of gunicorn's control socket (`gunicornc worker remove`).
     if getattr(server, "slots", None) is not None and old_value and new_value < old_value:
         server.slots.shrink(new_value)
 
 
 def on_reload(server) -> None:
-    """A reload that changed the address has closed every slot (they were in LISTENERS) and
-    opened gunicorn's own shared sockets: the workers share those from now on."""
+    """The address cannot change on a reload: `--bind` is read once, at start. A config file
+    that changes it makes gunicorn close every slot (they are in LISTENERS) and bind its own
+    shared socket, without SO_REUSEPORT: the workers share it from then on, and the bind fails
+    if the new addresses include an old one, which old workers still hold. Change the
+    address with a restart."""
     if server.slots is not None and not any(
-            listener.sock is not None for sockets in server.slots.sockets
-            for listener in sockets):
+            listener.sock is not None for slot in server.slots.slots for listener in slot):
         server.slots = None
         server.log.info("One listening socket shared by the workers (the address changed)")
 
