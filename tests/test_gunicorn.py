@@ -133,6 +133,19 @@ def send_requests(port: int, count: int) -> list[socket.socket]:
     return crawlers
 
 
+@contextmanager
+def kept_alive(port: int, count: int) -> Iterator[list[socket.socket]]:
+    """`count` connections, each with a request answered and kept alive, as a crawler's."""
+    crawlers = send_requests(port, count)
+    try:
+        for crawler in crawlers:
+            assert crawler.recv(65536).startswith(b"HTTP/1.1 404")  # served, kept open
+        yield crawlers
+    finally:
+        for crawler in crawlers:
+            crawler.close()
+
+
 def unanswered(crawlers: list[socket.socket]) -> list[str]:
     """What went wrong with each connection that got no 404 (the timeout is a ceiling)."""
     failures = []
@@ -155,18 +168,8 @@ def test_a_burst_of_keep_alive_connections_is_spread_over_the_workers(environmen
     # hashes each connection to one: each worker's share is 32 +- 4 of 64, and fewer than 12
     # happens about once in a million runs.
     port = free_port()
-    with production_server(environment, port) as master:
-        crawlers = [socket.create_connection(("127.0.0.1", port), timeout=60)
-                    for _ in range(64)]
-        try:
-            for crawler in crawlers:
-                crawler.sendall(b"GET /sitemaps/none/sitemap.xml HTTP/1.1\r\nHost: a\r\n\r\n")
-            for crawler in crawlers:
-                assert crawler.recv(65536).startswith(b"HTTP/1.1 404")  # served, kept open
-            held = connections_held(port, worker_pids(master))
-        finally:
-            for crawler in crawlers:
-                crawler.close()
+    with production_server(environment, port) as master, kept_alive(port, 64):
+        held = connections_held(port, worker_pids(master))
     assert sum(held.values()) == 64 and len(held) == 2
     assert min(held.values()) >= 12, held
 
@@ -193,38 +196,26 @@ def test_an_address_left_in_time_wait_is_not_taken_for_a_server(environment):
 
 def test_a_reload_answers_every_new_connection(environment):
     # On HUP, new workers start and the old ones stop gracefully: they linger while crawlers
-    # hold kept-alive connections (2 s) or requests are in flight (up to 30 s). A stopping
-    # worker must stop taking connections on its own socket at once, or the kernel goes on
-    # queueing new ones there and they are reset when it exits. Until the new workers have
-    # loaded the app, new connections wait for them (seconds on a loaded machine): the test
-    # waits as a crawler would, and connects again and again until the reload is over.
+    # hold kept-alive connections (2 s) or requests are in flight (up to 30 s). What the
+    # kernel queues on an old worker's socket must not be reset when it exits: the new worker
+    # takes the socket over. Until the new workers have loaded the app, new connections wait
+    # for them (seconds on a loaded machine): the test waits as a crawler would, and
+    # connects again and again until the reload is over.
     port = free_port()
     with production_server(environment, port) as master:
         old_workers = set(worker_pids(master))
-        crawlers = [socket.create_connection(("127.0.0.1", port), timeout=60)
-                    for _ in range(8)]
-        try:
-            for crawler in crawlers:  # kept alive: the old workers linger on stop
-                crawler.sendall(b"GET /sitemaps/none/sitemap.xml HTTP/1.1\r\nHost: a\r\n\r\n")
-                assert crawler.recv(65536).startswith(b"HTTP/1.1 404")
+        with kept_alive(port, 8):  # the old workers linger on stop for them
             master.send_signal(signal.SIGHUP)
             unanswered, answered, while_old_lingered = [], 0, 0
             deadline = time.monotonic() + 120  # a ceiling for a stuck reload, not a duration
             while (workers := set(worker_pids(master))) & old_workers or len(workers) < 2:
                 assert time.monotonic() < deadline, f"no reload: workers {workers}"
                 while_old_lingered += bool(workers & old_workers)
-                try:
-                    with socket.create_connection(("127.0.0.1", port), timeout=30) as fresh:
-                        fresh.sendall(b"GET /sitemaps/none/sitemap.xml HTTP/1.1\r\nHost: a\r\n"
-                                      b"Connection: close\r\n\r\n")
-                        assert fresh.recv(64).startswith(b"HTTP/1.1 404")
-                        answered += 1
-                except OSError as error:
-                    unanswered.append(repr(error))
+                if answers(port):
+                    answered += 1
+                else:
+                    unanswered.append(f"no answer with workers {workers}")
             new_workers = workers
-        finally:
-            for crawler in crawlers:
-                crawler.close()
     assert unanswered == [] and answered > 0 and while_old_lingered > 0
     assert new_workers and not new_workers & old_workers  # it did reload
 
@@ -253,16 +244,10 @@ def test_fewer_workers_leave_no_socket_that_nobody_accepts_from(environment):
     # lingers for the kept-alive connections, while the master sends it TERM again and again.
     port = free_port()
     with production_server(environment, port) as master:
-        crawlers = send_requests(port, 16)
-        try:
-            for crawler in crawlers:
-                assert crawler.recv(65536).startswith(b"HTTP/1.1 404")  # served, kept open
+        with kept_alive(port, 16):
             master.send_signal(signal.SIGTTOU)
             wait_for(lambda: len(worker_pids(master)) == 1 and len(listening(port)) == 1, 120,
                      "one worker and one socket")
-        finally:
-            for crawler in crawlers:
-                crawler.close()
         assert unanswered(send_requests(port, 32)) == []
     assert "Exception in worker process" not in master.output, master.output
     assert "exited with code" not in master.output, master.output
@@ -277,14 +262,8 @@ def test_more_workers_each_listen_on_a_socket_of_their_own(environment):
         # Each worker's first requests are slow, and kept-alive connections close after 2 s:
         # warm every one up, or those of the first two may close before the third answers.
         assert all(answers(port) for _ in range(48))  # a worker missed: 3 * (2/3)**48
-        crawlers = send_requests(port, 64)
-        try:
-            for crawler in crawlers:
-                assert crawler.recv(65536).startswith(b"HTTP/1.1 404")  # served, kept open
+        with kept_alive(port, 64):
             held = connections_held(port, worker_pids(master))
-        finally:
-            for crawler in crawlers:
-                crawler.close()
     assert sum(held.values()) == 64 and len(held) == 3
     assert min(held.values()) > 0, held  # all of them on two workers: (2/3)**64 by chance
 
