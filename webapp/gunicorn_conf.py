@@ -174,9 +174,10 @@ def on_starting(server) -> None:
     server.slots = Slots(server, tcp)
     for _ in range(cfg.workers):
         server.slots.add()
-    server.log.info("Each worker listens on its own socket (SO_REUSEPORT) at %s",
+    server.log.info("Each worker listens on its own socket (SO_REUSEPORT) at %s: %d sockets "
+                    "an address, one a worker, all in gunicorn's 'Listening at'",
                     ", ".join(f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-                              for host, port in tcp))
+                              for host, port in tcp), cfg.workers)
 
 
 def pre_fork(server, worker) -> None:
