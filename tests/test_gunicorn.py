@@ -107,23 +107,23 @@ def connections_held(port: int, pids: list[int]) -> collections.Counter:
             if target.startswith("socket:["):
                 owner[target[len("socket:["):-1]] = pid
     held = collections.Counter({pid: 0 for pid in pids})
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        fields = line.split()
-        local_port, state, inode = int(fields[1].split(":")[1], 16), fields[3], fields[9]
-        if local_port == port and state == "01" and inode in owner:  # 01: ESTABLISHED
-            held[owner[inode]] += 1
+    for fields in sockets_on(port, "01"):  # 01: ESTABLISHED
+        if fields[9] in owner:  # its inode
+            held[owner[fields[9]]] += 1
     return held
 
 
 def listening(port: int) -> list[int]:
     """How many connections wait in the accept queue of each socket listening on `port`
     (/proc/net/tcp shows a listener's queue as its rx_queue)."""
-    queues = []
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        fields = line.split()
-        if int(fields[1].split(":")[1], 16) == port and fields[3] == "0A":  # 0A: LISTEN
-            queues.append(int(fields[4].split(":")[1], 16))
-    return queues
+    return [int(fields[4].split(":")[1], 16) for fields in sockets_on(port, "0A")]  # LISTEN
+
+
+def sockets_on(port: int, state: str) -> list[list[str]]:
+    """The rows of /proc/net/tcp (split in fields) of the sockets on local `port` in `state`."""
+    rows = [line.split() for line in Path("/proc/net/tcp").read_text().splitlines()[1:]]
+    return [fields for fields in rows
+            if int(fields[1].split(":")[1], 16) == port and fields[3] == state]
 
 
 def send_requests(port: int, count: int) -> list[socket.socket]:
