@@ -283,6 +283,18 @@ def test_import_reports_counts_and_each_rejected_line(runner, shop, session, tmp
                                   f"{SHOP}g": (None, None, None)}
 
 
+
+def test_import_refuses_a_gzip_file_that_unpacks_past_max_unpacked_mb(runner, app, shop, session,
+                                                                        tmp_path):
+    app.config["MAX_UNPACKED_MB"] = 1
+    urls = "".join(f"{SHOP}p/{n}\n" for n in range(20_000))
+    result = import_file(runner, shop, tmp_path / "urls.txt.gz",
+                         gzip.compress(urls.encode() + b"\n" * (8 << 20)))
+    assert_fails_cleanly(result, "urls.txt.gz is a gzip file that unpacks to more than 1 MB",
+                         "MAX_UNPACKED_MB", "nothing was imported")
+    assert live_urls(session) == {}
+
+
 def test_importing_again_reports_what_changed(runner, shop, session, tmp_path):
     path = tmp_path / "urls.csv"
     import_file(runner, shop, path, HEADER + f"{SHOP}a,2024-01-01,daily,0.5\n"

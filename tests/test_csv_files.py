@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from sqlalchemy import func, select
 from sqlalchemy.orm import selectinload
 
-from tests.builders import make_site
+from tests.builders import make_site, make_urls
 from webapp import tasks
 from webapp.errors import InvalidValue
 from webapp.models import Url, UrlAlternate, UrlImage, UrlNews, UrlVideo
@@ -325,6 +325,49 @@ def test_a_truncated_gzip_list_is_refused_whole_as_a_damaged_file(session, tmp_p
         import_file(session, site, path)
     session.rollback()
     assert snapshot(session, site) == []
+
+
+
+def test_a_gzip_list_is_read_up_to_max_unpacked_and_refused_whole_one_byte_past_it(session,
+                                                                                   tmp_path):
+    site = make_site(session)
+    line = f"{site.base_url}p/{{:07}}\n".format
+    limit = 1 << 20
+    exactly = "".join(line(n) for n in range(limit // len(line(0)))).encode()
+    exactly += b"\n" * (limit - len(exactly))
+    path = tmp_path / "urls.txt.gz"
+
+    def imported(size: int):
+        path.write_bytes(gzip.compress(exactly + b"\n" * (size - limit)))
+        with open_import(path, path.name, site.base_url, None, Policy(5),
+                         max_unpacked=limit) as stream:
+            return import_opened(session, site, stream)
+
+    assert imported(limit).added == len(exactly.split())
+    session.rollback()
+    with pytest.raises(ImportFormatError, match=(
+            "urls.txt.gz is a gzip file that unpacks to more than 1 MB, the most this server "
+            r"reads \(MAX_UNPACKED_MB\); nothing was imported")):
+        imported(limit + 1)
+
+
+def test_an_upload_that_unpacks_past_max_unpacked_mb_stores_nothing(app, session):
+    # The known case: a few hundred KB of gzip that unpack to hundreds of MB kept a worker busy
+    # for minutes. Here the URLs come first, so an import that read on would store some.
+    site = make_site(session)
+    kept = make_urls(session, site, 1)
+    app.config["MAX_UNPACKED_MB"] = 1
+    urls = "".join(f"{site.base_url}p/{n}\n" for n in range(20_000)).encode()
+    upload = gzip.compress(urls + b"\n" * (64 << 20))  # 64 MB of blank lines: 64 KB packed
+    assert len(upload) < 1 << 20
+    task_id = tasks.start(session, app, "import", site, payload=gzip.compress(upload))
+    session.commit()  # queued on commit; here the work runs at once
+    state = tasks.read(session, task_id)
+    assert state["status"] == "failed", state
+    assert ("the uploaded file is a gzip file that unpacks to more than 1 MB, the most this "
+            "server reads (MAX_UNPACKED_MB)") in state["message"]
+    session.expire_all()
+    assert [loc for loc, *_ in snapshot(session, site)] == kept
 
 
 # 3. Files saved in the encodings of Japanese spreadsheets

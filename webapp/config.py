@@ -223,6 +223,11 @@ def load(overrides: Mapping[str, object] | None = None, environ: Mapping[str, st
         # The largest dashboard upload (a CSV of a million URLs is about 80 MB).
         settings["MAX_UPLOAD_MB"] = env_int("MAX_UPLOAD_MB", 200, minimum=1, maximum=10_240,
                                             environ=environ)
+    if "MAX_UNPACKED_MB" not in overrides:
+        # The most a gzip CSV or list of URLs may unpack to, from the dashboard or the command
+        # line: about ten million plain URLs, or a million rows with images and alternates.
+        settings["MAX_UNPACKED_MB"] = env_int("MAX_UNPACKED_MB", 1024, minimum=1,
+                                              maximum=1 << 20, environ=environ)
     if "OUTBOUND_ALLOW" not in overrides:
         # Non-public networks the server may send requests to (engines, imports, pre-flight).
         settings["OUTBOUND_ALLOW"] = env_networks("OUTBOUND_ALLOW", environ)

@@ -23,6 +23,55 @@ _BOM = b"\xef\xbb\xbf"
 _SAMPLE_BYTES = 1 << 20  # what a guess at the right encoding reads
 
 
+class UnpackedTooLarge(ValueError):
+    """A gzip file unpacks to more than the most the server reads (MAX_UNPACKED_MB)."""
+
+    def __init__(self, limit: int):
+        super().__init__(f"unpacks to more than {limit >> 20} MB")
+        self.limit = limit
+
+
+class _Capped(io.RawIOBase):
+    """What a gzip file unpacks to, refused with UnpackedTooLarge past `limit` bytes.
+
+    Seeking to the end (how an import learns its size, before it writes anything) reads only
+    as far as the limit, so a small file that unpacks to gigabytes is refused in the time it
+    takes to unpack the limit.
+    """
+
+    def __init__(self, packed: gzip.GzipFile, limit: int):
+        super().__init__()
+        self._packed, self._limit = packed, limit
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        count = self._packed.readinto(buffer)
+        self._check()
+        return count
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if whence == io.SEEK_END:
+            while self._packed.read(1 << 20):
+                self._check()
+        return self._packed.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._packed.tell()
+
+    def close(self) -> None:
+        self._packed.close()
+        super().close()
+
+    def _check(self) -> None:
+        if self._packed.tell() > self._limit:
+            raise UnpackedTooLarge(self._limit)
+
+
 def check_encoding_choice(name: str) -> str:
     """The choice named (any case), or InvalidValue listing the choices."""
     key = (name or "").strip().lower()
@@ -32,11 +81,16 @@ def check_encoding_choice(name: str) -> str:
     return key
 
 
-def open_text(path: Path, encoding: str) -> TextIO:
-    """A CSV or list file (plain or gzip) as text in the chosen encoding, lines as they are."""
+def open_text(path: Path, encoding: str, max_unpacked: int | None = None) -> TextIO:
+    """A CSV or list file (plain or gzip) as text in the chosen encoding, lines as they are.
+
+    A gzip file that unpacks to more than `max_unpacked` bytes raises UnpackedTooLarge where
+    it is read past that (or sought to its end)."""
     with open(path, "rb") as probe:
         packed = probe.read(2) == b"\x1f\x8b"
     raw: BinaryIO = gzip.open(path, "rb") if packed else open(path, "rb")  # noqa: SIM115
+    if packed and max_unpacked is not None:
+        raw = io.BufferedReader(_Capped(raw, max_unpacked), 1 << 16)
     bom = raw.read(3) == _BOM
     raw.seek(0)
     return io.TextIOWrapper(raw, encoding="utf-8-sig" if bom else _CODECS[encoding], newline="")
