@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 from sqlalchemy.orm import selectinload
 
 from tests.builders import make_site, make_urls
@@ -345,15 +345,53 @@ def test_a_gzip_list_is_read_up_to_max_unpacked_and_refused_whole_one_byte_past_
 
     assert imported(limit).added == len(exactly.split())
     session.rollback()
-    with pytest.raises(ImportFormatError, match=(
-            "urls.txt.gz is a gzip file that unpacks to more than 1 MB, the most this server "
-            r"reads \(MAX_UNPACKED_MB\); nothing was imported")):
-        imported(limit + 1)
+    statements = []
+    engine = session.get_bind()
+
+    def spy(_connection, _cursor, statement, *_):
+        statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", spy)
+    try:
+        with pytest.raises(ImportFormatError, match=(
+                "urls.txt.gz is a gzip file that unpacks to more than 1 MB, the most this server "
+                r"reads \(MAX_UNPACKED_MB\); nothing was imported")):
+            imported(limit + 1)
+    finally:
+        event.remove(engine, "before_cursor_execute", spy)
+    assert not [s for s in statements if s.lstrip().upper().startswith(("INSERT", "UPDATE",
+                                                                         "COPY"))], statements
+
+
+def test_a_gzip_list_past_the_limit_is_refused_before_the_rest_is_unpacked(session, tmp_path):
+    # Its end is cut off: reading on past the limit to learn its size would find that first.
+    site = make_site(session)
+    packed = gzip.compress(f"{site.base_url}a\n".encode() + b"\n" * (16 << 20))
+    path = tmp_path / "urls.txt.gz"
+    path.write_bytes(packed[:-64])
+    with pytest.raises(ImportFormatError, match="urls.txt.gz is a gzip file that unpacks to more "
+                                                "than 1 MB"), \
+            open_import(path, path.name, site.base_url, None, Policy(5),
+                        max_unpacked=1 << 20) as stream:
+        import_opened(session, site, stream)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "bad CRC"])
+def test_a_small_damaged_gzip_list_is_refused_as_a_damaged_file(session, tmp_path, damage):
+    site = make_site(session)
+    packed = gzip.compress("".join(f"{site.base_url}p/{n}\n" for n in range(400)).encode())
+    path = tmp_path / "urls.txt.gz"
+    path.write_bytes(packed[:-16] if damage == "truncated"
+                     else packed[:-8] + bytes(4) + packed[-4:])
+    with pytest.raises(ImportFormatError, match="urls.txt.gz is not a readable gzip file"):
+        import_file(session, site, path)
+    session.rollback()
+    assert snapshot(session, site) == []
 
 
 def test_an_upload_that_unpacks_past_max_unpacked_mb_stores_nothing(app, session):
     # The known case: a few hundred KB of gzip that unpack to hundreds of MB kept a worker busy
-    # for minutes. Here the URLs come first, so an import that read on would store some.
+    # for minutes. A site's URLs stay as they were.
     site = make_site(session)
     kept = make_urls(session, site, 1)
     app.config["MAX_UNPACKED_MB"] = 1

@@ -16,6 +16,9 @@ from pathlib import Path
 import click
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# The most a gzip CSV or list of URLs may unpack to, in MB, unless MAX_UNPACKED_MB says
+# otherwise: about ten million plain URLs, or a million rows with images and alternates.
+MAX_UNPACKED_MB = 1024
 
 
 class ConfigError(click.ClickException):
@@ -224,9 +227,8 @@ def load(overrides: Mapping[str, object] | None = None, environ: Mapping[str, st
         settings["MAX_UPLOAD_MB"] = env_int("MAX_UPLOAD_MB", 200, minimum=1, maximum=10_240,
                                             environ=environ)
     if "MAX_UNPACKED_MB" not in overrides:
-        # The most a gzip CSV or list of URLs may unpack to, from the dashboard or the command
-        # line: about ten million plain URLs, or a million rows with images and alternates.
-        settings["MAX_UNPACKED_MB"] = env_int("MAX_UNPACKED_MB", 1024, minimum=1,
+        # The most a gzip CSV or list may unpack to, from the dashboard or the command line.
+        settings["MAX_UNPACKED_MB"] = env_int("MAX_UNPACKED_MB", MAX_UNPACKED_MB, minimum=1,
                                               maximum=1 << 20, environ=environ)
     if "OUTBOUND_ALLOW" not in overrides:
         # Non-public networks the server may send requests to (engines, imports, pre-flight).

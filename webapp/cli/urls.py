@@ -174,7 +174,7 @@ def urls_import(site_ref, source, encoding, rewrite_origin):
                                          param_hint="FILE")
         with open_import(data, name, site.base_url, source_url, policy,
                          check_encoding_choice(encoding),
-                         current_app.config["MAX_UNPACKED_MB"] << 20) as stream:
+                         max_unpacked=current_app.config["MAX_UNPACKED_MB"] << 20) as stream:
             report = import_opened(session, site, stream, rewrite_origin)
     click.echo(report.summary())
     for line, note in report.english_notes():

@@ -149,7 +149,7 @@ def import_urls_task(task_id: str, site_id: int, source_url: str | None = None,
             with session_scope(app) as session, open_import(
                     Path(handle.name), source_url or "the uploaded file", site.base_url,
                     source_url or None, policy, encoding,
-                    app.config["MAX_UNPACKED_MB"] << 20) as stream:
+                    max_unpacked=app.config["MAX_UNPACKED_MB"] << 20) as stream:
                 report = import_opened(session, session.get(Site, site_id), stream,
                                        rewrite_origin, progress)
         records.drop_payload(app, task_id)

@@ -13,6 +13,7 @@ import io
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
+from webapp.config import MAX_UNPACKED_MB
 from webapp.errors import InvalidValue, rule_text
 
 # The choices by name (as the command line and the form send them), and what each is called
@@ -21,6 +22,7 @@ ENCODINGS = {"utf-8": "UTF-8", "shift_jis": "Shift_JIS", "euc-jp": "EUC-JP"}
 _CODECS = {"utf-8": "utf-8-sig", "shift_jis": "cp932", "euc-jp": "euc_jp"}
 _BOM = b"\xef\xbb\xbf"
 _SAMPLE_BYTES = 1 << 20  # what a guess at the right encoding reads
+MAX_UNPACKED = MAX_UNPACKED_MB << 20  # what a gzip one may unpack to, by default
 
 
 class UnpackedTooLarge(ValueError):

@@ -44,6 +44,9 @@ from webapp.urls.news import store_news
 CHUNK_CHARS = 512 * 1024  # about 5,000 rows: one existence query and one executemany each
 MAX_REPORTED = 10_000  # rejections kept word for word; beyond that they are only counted
 PARALLEL_FROM_BYTES = 4 << 20  # below this, starting a worker process costs more than it saves
+# The longest row read: far past any real one (a thousand images with titles and captions),
+# and what keeps a file with no line break from being held whole and rescanned chunk by chunk.
+MAX_ROW_CHARS = 16 << 20
 
 @dataclass
 class ImportReport:
@@ -137,8 +140,10 @@ def read_header(stream: TextIO) -> tuple[tuple[str, ...], int, str]:
     """
     number, first = 0, ""
     while not first.strip():
-        first = stream.readline()
+        first = stream.readline(MAX_ROW_CHARS + 1)
         number += 1
+        if len(first) > MAX_ROW_CHARS:
+            raise _runs_on(number, quoted=False)
         if number == 1:
             first = first.lstrip("\ufeff")
         if not first:
@@ -195,6 +200,15 @@ def text_chunks(stream: TextIO, first_line: int, first: str, quoted: bool,
             yield line, text[:cut]
             line += text.count("\n", 0, cut)
         carry = text[cut:]
+        if len(carry) > MAX_ROW_CHARS:
+            raise _runs_on(line, quoted)
+
+
+def _runs_on(line: int, quoted: bool) -> ImportFormatError:
+    return ImportFormatError(
+        f"line {line} runs on for more than {MAX_ROW_CHARS:,} characters without a line break"
+        f"{' outside a quoted field' if quoted else ''}, longer than any row; nothing was "
+        "imported")
 
 
 # A quoted field as the csv module reads one: the quote opens it only at the start of a field

@@ -25,7 +25,7 @@ from webapp.errors import InvalidValue, rule_text
 from webapp.models import Site
 from webapp.outbound import OutboundError, Policy, fetch
 from webapp.said import said
-from webapp.urls.encodings import UnpackedTooLarge, open_text
+from webapp.urls.encodings import MAX_UNPACKED, UnpackedTooLarge, open_text
 from webapp.urls.hreflang import unreturned
 from webapp.urls.importing import ImportFormatError, ImportReport, import_urls
 from webapp.urls.sitemap_import import import_sitemap
@@ -79,32 +79,33 @@ def _unreadable(name: str, exc: Exception) -> ImportFormatError:
 
 @contextmanager
 def open_import(source: Path | bytes, name: str, site_url: str, source_url: str | None,
-                policy: Policy, encoding: str = "utf-8",
-                max_unpacked: int | None = None) -> Iterator[TextIO | SitemapEntries]:
+                policy: Policy, encoding: str = "utf-8", *,
+                max_unpacked: int | None = MAX_UNPACKED) -> Iterator[TextIO | SitemapEntries]:
     """What to import from a file or from fetched bytes: a sitemap's entries, or the CSV text
     `import_urls` reads (`import_opened` takes either).
 
     `name` says which file in messages; `source_url`, where a fetched sitemap came from, is the
     other host an index may list files on besides the site's (`site_url`). What was fetched
     must be a sitemap. `encoding` (a key of encodings.ENCODINGS) is that of a CSV or list file;
-    `max_unpacked` the most bytes a gzip one may unpack to (MAX_UNPACKED_MB): an import learns
-    its size before it writes, so a larger one is refused with nothing stored.
+    `max_unpacked` the most bytes a gzip one may unpack to (MAX_UNPACKED_MB, by default its default; None: no limit):
+    an import learns its size before it writes, so a larger one is refused with nothing
+    stored.
     """
     if looks_like_sitemap(_head(source, name)):
         with open(source, "rb") if isinstance(source, Path) else io.BytesIO(source) as data, \
                 SitemapEntries(data, name, site_url, source_url, policy) as entries:
             yield entries
     elif source_url is None and isinstance(source, Path):
-        with open_text(source, encoding, max_unpacked) as stream:
-            try:
+        try:
+            with open_text(source, encoding, max_unpacked) as stream:
                 yield stream
-            except _GZIP_ERRORS as exc:  # found where the rows are read, past the head
-                raise _unreadable(name, exc) from None
-            except UnpackedTooLarge as exc:
-                raise ImportFormatError(
-                    f"{name} is a gzip file that {exc}, the most this server reads "
-                    "(MAX_UNPACKED_MB); nothing was imported: split the file, or raise "
-                    "MAX_UNPACKED_MB") from None
+        except _GZIP_ERRORS as exc:  # found past the head: opening, or where rows are read
+            raise _unreadable(name, exc) from None
+        except UnpackedTooLarge as exc:
+            raise ImportFormatError(
+                f"{name} is a gzip file that {exc}, the most this server reads "
+                "(MAX_UNPACKED_MB); nothing was imported: split the file, or raise "
+                "MAX_UNPACKED_MB") from None
     else:
         # A fetched answer is never read as rows: rejected rows are shown with their text,
         # and what an address answers is not for every viewer of the report to read.
