@@ -408,6 +408,21 @@ def test_an_upload_that_unpacks_past_max_unpacked_mb_stores_nothing(app, session
     assert [loc for loc, *_ in snapshot(session, site)] == kept
 
 
+
+def test_a_row_of_a_thousand_images_with_long_urls_is_read(session, tmp_path):
+    # The most a URL may have (§4): their cell was longer than the csv module's field limit
+    # (131,072 characters), which refused the whole file without naming a line.
+    site = make_site(session)
+    images = [f"{site.base_url}images/{'p' * 100}/{n:04}.jpg" for n in range(1000)]
+    assert len("\n".join(images)) > 131_072
+    path = tmp_path / "urls.csv"
+    path.write_text(f'loc,images\n{site.base_url}a,"{chr(10).join(images)}"\n')
+    report = import_file(session, site, path)
+    assert (report.added, report.rejected) == (1, 0), report.rejections
+    stored = session.scalars(select(UrlImage.loc).order_by(UrlImage.position)).all()
+    assert stored == images
+
+
 # 3. Files saved in the encodings of Japanese spreadsheets
 
 JAPANESE_CSV = "loc,lastmod\n{b}ソフト/表示,2026-01-01\n{b}商品/①番,2026-01-02\n"

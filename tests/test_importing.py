@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+import tracemalloc
 
 import pytest
 from sqlalchemy import select
@@ -47,7 +48,6 @@ def test_a_plain_list_with_quotes_in_urls_is_chunked_by_lines():
     assert "".join(part for _, part in chunks) == text
 
 
-
 @pytest.mark.parametrize(("text", "says"), [
     (f"{SHOP}a\n{SHOP}b" + "c" * 5000 + f"\n{SHOP}d\n", ("line 2 runs on for more than 1,000 "
      "characters without a line break, longer than any row; nothing was imported")),
@@ -74,6 +74,22 @@ def test_a_row_as_long_as_the_longest_allowed_is_read(session, monkeypatch):
     assert len(long) == 1000
     report = import_urls(session, site, io.StringIO(f"{SHOP}a\n" + long * 2), chunk_chars=200)
     assert (report.added, report.duplicates, report.rejected) == (2, 1, 0), report.rejections
+
+
+def test_a_quote_left_open_is_scanned_without_memory_for_each_character():
+    # The field's pattern backtracked: a record kept for each character, 2 GB for 16 million,
+    # again at every chunk while the row was held back.
+    text = f'{SHOP}a,2024-01-01\n{SHOP}b,"' + "x" * (2 << 20)
+    tracemalloc.start()
+    try:
+        cut = importing._cut(text, quoted=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert cut == text.index("\n") + 1
+    assert peak < 1 << 20, f"{peak:,} bytes"
+
+
 @pytest.mark.parametrize("parallel", [False, True], ids=["inline", "worker-process"])
 def test_rejections_carry_physical_line_numbers_across_chunks(session, parallel):
     site = make_site(session)

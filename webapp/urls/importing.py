@@ -34,7 +34,7 @@ from webapp.urls.changes import count_live, hold_site, next_change_seq
 from webapp.verify.publishing import counts_as_change
 from webapp.urls.children import Children, write_children
 from webapp.news import NewsData
-from webapp.urls.csv_rows import CSV_COLUMNS, EXTENSION_COLUMNS, validate_text
+from webapp.urls.csv_rows import CSV_COLUMNS, EXTENSION_COLUMNS, MAX_ROW_CHARS, validate_text
 from webapp.urls.csv_rows import FIELDS as COLUMNS  # the columns a URL's own row stores
 from webapp.urls.encodings import undecodable
 from webapp.urls.exclusions import Rules
@@ -44,9 +44,6 @@ from webapp.urls.news import store_news
 CHUNK_CHARS = 512 * 1024  # about 5,000 rows: one existence query and one executemany each
 MAX_REPORTED = 10_000  # rejections kept word for word; beyond that they are only counted
 PARALLEL_FROM_BYTES = 4 << 20  # below this, starting a worker process costs more than it saves
-# The longest row read: far past any real one (a thousand images with titles and captions),
-# and what keeps a file with no line break from being held whole and rescanned chunk by chunk.
-MAX_ROW_CHARS = 16 << 20
 
 @dataclass
 class ImportReport:
@@ -142,7 +139,7 @@ def read_header(stream: TextIO) -> tuple[tuple[str, ...], int, str]:
     while not first.strip():
         first = stream.readline(MAX_ROW_CHARS + 1)
         number += 1
-        if len(first) > MAX_ROW_CHARS:
+        if len(first) > MAX_ROW_CHARS and not first.endswith("\n"):
             raise _runs_on(number, quoted=False)
         if number == 1:
             first = first.lstrip("\ufeff")
@@ -200,7 +197,7 @@ def text_chunks(stream: TextIO, first_line: int, first: str, quoted: bool,
             yield line, text[:cut]
             line += text.count("\n", 0, cut)
         carry = text[cut:]
-        if len(carry) > MAX_ROW_CHARS:
+        if len(carry) > MAX_ROW_CHARS:  # a row that ends in the next block may be a block longer
             raise _runs_on(line, quoted)
 
 
@@ -213,7 +210,9 @@ def _runs_on(line: int, quoted: bool) -> ImportFormatError:
 
 # A quoted field as the csv module reads one: the quote opens it only at the start of a field
 # (a quote inside an unquoted field, as in 5"-screen, is a plain character); "" is a quote.
-_QUOTED_FIELD = re.compile(r'(?:^|(?<=[,\n]))"(?:[^"]|"")*(?:"|\Z)')
+# Possessive: a field left open is scanned once, where backtracking kept a record of every
+# character (2 GB for 16 million characters).
+_QUOTED_FIELD = re.compile(r'(?:^|(?<=[,\n]))"(?:[^"]++|"")*+(?:"|\Z)')
 
 
 def _cut(text: str, quoted: bool) -> int:

@@ -79,17 +79,17 @@ def _unreadable(name: str, exc: Exception) -> ImportFormatError:
 
 @contextmanager
 def open_import(source: Path | bytes, name: str, site_url: str, source_url: str | None,
-                policy: Policy, encoding: str = "utf-8", *,
-                max_unpacked: int | None = MAX_UNPACKED) -> Iterator[TextIO | SitemapEntries]:
+                policy: Policy, encoding: str = "utf-8", *, max_unpacked: int | None = MAX_UNPACKED
+                ) -> Iterator[TextIO | SitemapEntries]:
     """What to import from a file or from fetched bytes: a sitemap's entries, or the CSV text
     `import_urls` reads (`import_opened` takes either).
 
     `name` says which file in messages; `source_url`, where a fetched sitemap came from, is the
     other host an index may list files on besides the site's (`site_url`). What was fetched
     must be a sitemap. `encoding` (a key of encodings.ENCODINGS) is that of a CSV or list file;
-    `max_unpacked` the most bytes a gzip one may unpack to (MAX_UNPACKED_MB, by default its default; None: no limit):
-    an import learns its size before it writes, so a larger one is refused with nothing
-    stored.
+    `max_unpacked` the most bytes a gzip one may unpack to (MAX_UNPACKED_MB, whose default
+    applies unless one is given; None: no limit): an import learns its size before it writes,
+    so a larger one is refused with nothing stored.
     """
     if looks_like_sitemap(_head(source, name)):
         with open(source, "rb") if isinstance(source, Path) else io.BytesIO(source) as data, \
