@@ -46,9 +46,9 @@ FIELDS = ("loc", *FIELD_RULES)  # a URL's own columns, stored in its row
 EXTENSION_COLUMNS = ("images", "image_titles", "image_captions", "alternates", *VIDEO_COLUMNS,
                      *NEWS_COLUMNS)
 CSV_COLUMNS = (*FIELDS, *EXTENSION_COLUMNS)  # what an export writes, in this order
-# The longest row an import reads: a thousand images of long URLs with titles and captions fit
-# many times over. A cell may be as long (the csv module's own limit, 131,072 characters, is
-# shorter than a thousand image URLs). A longer row refuses the file.
+# The longest row an import reads: a thousand images (the most a URL may have) of the longest
+# URLs take 2 million characters. A cell may be as long (the csv module's own limit, 131,072
+# characters, is shorter than a thousand image URLs). A longer row refuses the file.
 MAX_ROW_CHARS = 8 << 20
 csv.field_size_limit(MAX_ROW_CHARS)  # the csv module has one limit for the whole process
 
