@@ -22,6 +22,7 @@ from webapp.models import Url, UrlAlternate, UrlImage, UrlNews, UrlVideo
 from webapp.news import check_news
 from webapp.outbound import Policy
 from webapp.protocol import CHANGEFREQS, check_text
+from webapp.said import render
 from webapp.urls import (
     ImportFormatError,
     check_url,
@@ -404,6 +405,9 @@ def test_an_upload_that_unpacks_past_max_unpacked_mb_stores_nothing(app, session
     assert state["status"] == "failed", state
     assert ("the uploaded file is a gzip file that unpacks to more than 1 MB, the most this "
             "server reads (MAX_UNPACKED_MB)") in state["message"]
+    with app.test_request_context(headers={"Accept-Language": "ja"}):  # as the page says it
+        assert render(state["said"][0]).startswith(
+            "アップロードされたファイルは、展開すると 1 MB を超える gzip ファイルです。")
     session.expire_all()
     assert [loc for loc, *_ in snapshot(session, site)] == kept
 

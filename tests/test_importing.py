@@ -11,6 +11,7 @@ from sqlalchemy import select
 
 from tests.builders import make_site
 from webapp.models import Url
+from webapp.said import render
 from webapp.urls import importing
 from webapp.urls.importing import ImportFormatError, import_urls, read_header, text_chunks
 
@@ -65,6 +66,14 @@ def test_a_row_with_no_end_is_refused_instead_of_held_whole(session, monkeypatch
         import_urls(session, site, io.StringIO(text), chunk_chars=200)
     session.rollback()
     assert session.scalars(select(Url.loc).where(Url.site_id == site.id)).all() == []
+
+
+def test_a_row_with_no_end_is_named_in_the_readers_language(app):
+    refused = importing._runs_on(7, quoted=False)
+    assert str(refused).startswith("line 7 runs on for more than 8,388,608 characters")
+    with app.test_request_context(headers={"Accept-Language": "ja"}):
+        assert render(refused.said_line()).startswith(
+            "7 行目から、改行がないまま 8,388,608 文字を超えています。")
 
 
 def test_a_row_as_long_as_the_longest_allowed_is_read(session, monkeypatch):

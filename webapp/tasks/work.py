@@ -22,7 +22,7 @@ from flask import Flask, current_app
 from webapp import discover, jobs, notify
 from webapp import verify as verification
 from webapp.db import new_session, session_scope
-from webapp.errors import InvalidValue, NotFound
+from webapp.errors import InvalidValue, NotFound, rule_text
 from webapp.leases import SiteBusy
 from webapp.models import Site
 from webapp.outbound import OutboundError, Policy
@@ -56,7 +56,11 @@ def _recorded(task_id: str, work: Callable[[records.Progress], list[Line]]) -> N
             log.info("task %s refused: %s", task_id, " ".join(str(exc).split()))
         else:
             log.exception("task %s failed", task_id)
-        message, status = [verbatim(str(exc) or type(exc).__name__)], "failed"
+        if isinstance(exc, EXPECTED) and hasattr(exc, "said_line"):
+            message = [exc.said_line()]  # in each reader's language, where it has words of its own
+        else:
+            message = [verbatim(str(exc) or type(exc).__name__)]
+        status = "failed"
     records.finish(progress, status, message)
 
 
@@ -147,7 +151,7 @@ def import_urls_task(task_id: str, site_id: int, source_url: str | None = None,
                     shutil.copyfileobj(upload, handle, 1 << 20)
             handle.flush()
             with session_scope(app) as session, open_import(
-                    Path(handle.name), source_url or "the uploaded file", site.base_url,
+                    Path(handle.name), source_url or rule_text("the uploaded file"), site.base_url,
                     source_url or None, policy, encoding,
                     max_unpacked=app.config["MAX_UNPACKED_MB"] << 20) as stream:
                 report = import_opened(session, session.get(Site, site_id), stream,

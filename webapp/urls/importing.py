@@ -26,7 +26,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from webapp.errors import InvalidValue
+from webapp.errors import InvalidValue, rule_text, said_of
 from webapp.said import Line, english, said, said_plural, verbatim
 from webapp.models import Site, Url
 from webapp.protocol import FIELD_RULES
@@ -126,7 +126,11 @@ class ImportReport:
 
 
 class ImportFormatError(ValueError):
-    """The file as a whole cannot be read (not the fault of one row)."""
+    """The file as a whole cannot be read (not the fault of one row). The message is text, or
+    a rule_text that each reader of a task's report hears in their own language."""
+
+    def said_line(self) -> Line:
+        return said_of(self.args[0])
 
 
 def read_header(stream: TextIO) -> tuple[tuple[str, ...], int, str]:
@@ -202,10 +206,14 @@ def text_chunks(stream: TextIO, first_line: int, first: str, quoted: bool,
 
 
 def _runs_on(line: int, quoted: bool) -> ImportFormatError:
-    return ImportFormatError(
-        f"line {line} runs on for more than {MAX_ROW_CHARS:,} characters without a line break"
-        f"{' outside a quoted field' if quoted else ''}, longer than any row; nothing was "
-        "imported")
+    if quoted:
+        return ImportFormatError(rule_text(
+            "line %(line)s runs on for more than %(limit)s characters without a line break "
+            "outside a quoted field, longer than any row; nothing was imported",
+            line=line, limit=f"{MAX_ROW_CHARS:,}"))
+    return ImportFormatError(rule_text(
+        "line %(line)s runs on for more than %(limit)s characters without a line break, "
+        "longer than any row; nothing was imported", line=line, limit=f"{MAX_ROW_CHARS:,}"))
 
 
 # A quoted field as the csv module reads one: the quote opens it only at the start of a field

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from sqlalchemy.orm import Session
 
-from webapp.errors import InvalidValue, rule_text
+from webapp.errors import InvalidValue, RuleText, rule_text
 from webapp.models import Site
 from webapp.outbound import OutboundError, Policy, fetch
 from webapp.said import said
@@ -78,22 +78,23 @@ def _unreadable(name: str, exc: Exception) -> ImportFormatError:
 
 
 @contextmanager
-def open_import(source: Path | bytes, name: str, site_url: str, source_url: str | None,
+def open_import(source: Path | bytes, name: str | RuleText, site_url: str, source_url: str | None,
                 policy: Policy, encoding: str = "utf-8", *, max_unpacked: int | None = MAX_UNPACKED
                 ) -> Iterator[TextIO | SitemapEntries]:
     """What to import from a file or from fetched bytes: a sitemap's entries, or the CSV text
     `import_urls` reads (`import_opened` takes either).
 
-    `name` says which file in messages; `source_url`, where a fetched sitemap came from, is the
-    other host an index may list files on besides the site's (`site_url`). What was fetched
-    must be a sitemap. `encoding` (a key of encodings.ENCODINGS) is that of a CSV or list file;
+    `name` says which file in messages (a rule_text is said in each reader's language where
+    the message is); `source_url`, where a fetched sitemap came from, is the other host an
+    index may list files on besides the site's (`site_url`). What was fetched must be a
+    sitemap. `encoding` (a key of encodings.ENCODINGS) is that of a CSV or list file;
     `max_unpacked` the most bytes a gzip one may unpack to (MAX_UNPACKED_MB, whose default
     applies unless one is given; None: no limit): an import learns its size before it writes,
     so a larger one is refused with nothing stored.
     """
     if looks_like_sitemap(_head(source, name)):
         with open(source, "rb") if isinstance(source, Path) else io.BytesIO(source) as data, \
-                SitemapEntries(data, name, site_url, source_url, policy) as entries:
+                SitemapEntries(data, str(name), site_url, source_url, policy) as entries:
             yield entries
     elif source_url is None and isinstance(source, Path):
         try:
@@ -102,10 +103,10 @@ def open_import(source: Path | bytes, name: str, site_url: str, source_url: str 
         except _GZIP_ERRORS as exc:  # found past the head: opening, or where rows are read
             raise _unreadable(name, exc) from None
         except UnpackedTooLarge as exc:
-            raise ImportFormatError(
-                f"{name} is a gzip file that {exc}, the most this server reads "
-                "(MAX_UNPACKED_MB); nothing was imported: split the file, or raise "
-                "MAX_UNPACKED_MB") from None
+            raise ImportFormatError(rule_text(
+                "%(name)s is a gzip file that unpacks to more than %(mb)s MB, the most this "
+                "server reads (MAX_UNPACKED_MB); nothing was imported: split the file, or raise "
+                "MAX_UNPACKED_MB", name=name, mb=exc.limit >> 20)) from None
     else:
         # A fetched answer is never read as rows: rejected rows are shown with their text,
         # and what an address answers is not for every viewer of the report to read.
