@@ -16,7 +16,7 @@ from flask_babel import force_locale
 
 from tests.builders import csrf_token, free_port, make_site
 from tests.probes import wait_for
-from webapp import jobs, notify
+from webapp import jobs, notify, tasks
 from webapp.models import Delivery, Task, utcnow
 from webapp.notify import ledger
 from webapp.outbound import OutboundError, Policy, fetch, send
@@ -75,6 +75,20 @@ def test_an_imports_reasons_and_notes_are_said_in_each_readers_language(app, ses
     # The site's health names the rejected rows in the reader's language too.
     overview = japanese.get(f"/sites/{site.slug}").text
     assert "0.0～1.0 で指定" in overview
+
+
+def test_a_tasks_refusal_is_said_in_the_readers_language(app, session):
+    # The worker checks the limits again; its refusal was shown as English text.
+    site = make_site(session)
+    reader = signed_in(app, session)
+    task_id = tasks.start(session, app, "discover", site, max_pages=0, max_depth=3,
+                          max_minutes=5)
+    session.commit()  # queued on commit; here the work runs at once
+    state = finished_task(reader, f"/tasks/{task_id}")
+    assert state["status"] == "failed"
+    assert "max_pages '0': must be a whole number from 1 to 10000" in state["message"]
+    page = reader.get(f"/tasks/{task_id}").text
+    assert "max_pages &#39;0&#39;: 1～10000 の整数を指定してください" in page, page
 
 
 def test_a_report_stored_as_english_text_before_still_shows(app, session):
