@@ -130,7 +130,7 @@ class ImportFormatError(ValueError):
     a rule_text that each reader of a task's report hears in their own language."""
 
     def said_line(self) -> Line:
-        return said_of(self.args[0])
+        return said_of(self.args[0] if self.args else type(self).__name__)
 
 
 def read_header(stream: TextIO) -> tuple[tuple[str, ...], int, str]:
