@@ -15,6 +15,7 @@ from typing import BinaryIO, TextIO
 
 from webapp.config import MAX_UNPACKED_MB
 from webapp.errors import InvalidValue, rule_text
+from webapp.urls.capped import CappedReader
 
 # The choices by name (as the command line and the form send them), and what each is called
 # and read with.
@@ -31,47 +32,6 @@ class UnpackedTooLarge(ValueError):
     def __init__(self, limit: int):
         super().__init__(f"unpacks to more than {limit >> 20} MB")
         self.limit = limit
-
-
-class _Capped(io.RawIOBase):
-    """What a gzip file unpacks to, refused with UnpackedTooLarge past `limit` bytes.
-
-    Seeking to the end (how an import learns its size, before it writes anything) reads only
-    as far as the limit, so a small file that unpacks to gigabytes is refused in the time it
-    takes to unpack the limit.
-    """
-
-    def __init__(self, packed: gzip.GzipFile, limit: int):
-        super().__init__()
-        self._packed, self._limit = packed, limit
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        count = self._packed.readinto(buffer)
-        self._check()
-        return count
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        if whence == io.SEEK_END:
-            while self._packed.read(1 << 20):
-                self._check()
-        return self._packed.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self._packed.tell()
-
-    def close(self) -> None:
-        self._packed.close()
-        super().close()
-
-    def _check(self) -> None:
-        if self._packed.tell() > self._limit:
-            raise UnpackedTooLarge(self._limit)
 
 
 def check_encoding_choice(name: str) -> str:
@@ -92,7 +52,8 @@ def open_text(path: Path, encoding: str, max_unpacked: int | None = None) -> Tex
         packed = probe.read(2) == b"\x1f\x8b"
     raw: BinaryIO = gzip.open(path, "rb") if packed else open(path, "rb")  # noqa: SIM115
     if packed and max_unpacked is not None:
-        raw = io.BufferedReader(_Capped(raw, max_unpacked), 1 << 16)
+        raw = io.BufferedReader(
+            CappedReader(raw, max_unpacked, lambda: UnpackedTooLarge(max_unpacked)), 1 << 16)
     bom = raw.read(3) == _BOM
     raw.seek(0)
     return io.TextIOWrapper(raw, encoding="utf-8-sig" if bom else _CODECS[encoding], newline="")

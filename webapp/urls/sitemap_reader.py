@@ -30,6 +30,7 @@ from lxml import etree
 from webapp.news import NEWS_NS
 from webapp.outbound import OutboundError, Policy, fetch
 from webapp.protocol import IMAGE_NS, SITEMAP_NS, VIDEO_NS, XHTML_NS
+from webapp.urls.capped import CappedReader
 from webapp.urls.importing import ImportFormatError
 from webapp.urls.video_reader import read_video
 from webapp.urls.news import read_news_element
@@ -65,31 +66,26 @@ def looks_like_sitemap(data: bytes) -> bool:
     return data[:2] == b"\x1f\x8b" or head.startswith(b"<")
 
 
-class _Capped(io.RawIOBase):
-    """A binary stream read through, refusing more than the protocol's bytes for one sitemap
-    (after decompression): a file is parsed as it is read, never held whole."""
+class _Capped(CappedReader):
+    """A sitemap read through, refusing more than the protocol's bytes for one sitemap (after
+    decompression), and naming a damaged gzip file as such: a file is parsed as it is read,
+    never held whole."""
 
     def __init__(self, stream: BinaryIO, name: str):
-        self.stream, self.name, self.read_bytes = stream, name, 0
-
-    def readable(self) -> bool:
-        return True
+        super().__init__(stream, MAX_FILE_BYTES, lambda: ImportFormatError(
+            f"{name} is larger than {MAX_FILE_BYTES} bytes (uncompressed), the protocol's "
+            "limit for one sitemap"))
+        self.name = name
 
     def readinto(self, buffer) -> int:
         try:
-            data = self.stream.read(len(buffer))
+            return super().readinto(buffer)
         except EOFError:
             raise ImportFormatError(f"{self.name} is a gzip file that ends too soon: it was cut "
                                     "short; download or compress it again") from None
         except (OSError, zlib.error):  # gzip's other errors: a damaged file
             raise ImportFormatError(f"{self.name} is a damaged gzip file and cannot be "
                                     "unpacked; download or compress it again") from None
-        self.read_bytes += len(data)
-        if self.read_bytes > MAX_FILE_BYTES:
-            raise ImportFormatError(f"{self.name} is larger than {MAX_FILE_BYTES} bytes "
-                                    "(uncompressed), the protocol's limit for one sitemap")
-        buffer[:len(data)] = data
-        return len(data)
 
 
 def _opened(source: bytes | BinaryIO, name: str) -> BinaryIO:
