@@ -1,6 +1,6 @@
 """The layout's rules, read from the source with `ast`: which module may import what.
 
-Each concern has one home (README, "Layout"); these tests keep the seams between them where
+Each concern has one home (docs/layout.md); these tests keep the seams between them where
 they are: pure protocol rules, thin models, one outbound package, packages used through their
 front doors, no import cycles.
 """

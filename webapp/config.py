@@ -1,7 +1,7 @@
 """Every setting, read from the environment by small typed helpers that fail loudly.
 
 `load()` returns a plain mapping; `create_app(config)` passes overrides by argument, so tests
-never touch the process environment. Every variable here is documented in README.md.
+never touch the process environment. Every variable here is documented in docs/configuration.md.
 """
 
 from __future__ import annotations

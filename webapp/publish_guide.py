@@ -1,6 +1,6 @@
 """How a site owner puts this app's files on the site's own host: the addresses the app serves
 for a site, and reverse-proxy snippets (nginx, Caddy) that pass exactly those paths to the app
-with the Host header the app routes by (README, "Serving to crawlers")."""
+with the Host header the app routes by (docs/serving-and-publishing.md)."""
 
 from __future__ import annotations
 
