@@ -70,8 +70,10 @@ run-prod: install
 	trap 'kill $$web $$scheduler $$worker 2>/dev/null; wait $$web $$scheduler $$worker' EXIT INT TERM; \
 	wait $$web
 
+# The whole suite, spread over every core (pytest-xdist); TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= auto
 test: install
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # The README's screenshots (webapp/static/tour/), taken in Chromium from a seeded dashboard.
 tour: install

@@ -130,8 +130,9 @@ def test_an_editor_cannot_point_the_credential_setting_at_a_server_file(app, ses
         answers = [http.post("/sites/shop/settings", gsc_credentials=str(path))
                    for path in (real, missing)]
     assert [answer.status_code for answer in answers] == [403, 403]
-    texts = [re.search(r'id="e-gsc_credentials">([^<]*)<', answer.text).group(1)
-             .replace(str(real), "PATH").replace(str(missing), "PATH") for answer in answers]
+    # The value is named (shortened when long), then the rule: the same rule for both paths.
+    texts = [re.sub(r"&#39;.*?&#39;", "'PATH'", re.search(
+        r'id="e-gsc_credentials">([^<]*)<', answer.text).group(1)) for answer in answers]
     assert texts[0] == texts[1] and "only an admin" in texts[0]
     assert find_site(session, "shop").gsc_credentials is None
 
