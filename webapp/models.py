@@ -503,9 +503,6 @@ class User(Timestamps, Base):
     email: Mapped[str] = mapped_column(String(254), unique=True)
     password_hash: Mapped[str] = mapped_column(String(255))
     role: Mapped[str] = mapped_column(String(16), default="viewer")
-    # Sign-in throttle: failures in a row, and no sign-in is tried before locked_until.
-    failed_sign_ins: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
-    locked_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
     last_sign_in_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # How the dashboard speaks to this person: a language code ("en", "ja") and an IANA
     # timezone name; None follows the browser's Accept-Language and the server's timezone.
