@@ -84,6 +84,7 @@ tour: install
 PG_BENCH := $(if $(TEST_POSTGRESQL_URL),--postgresql $(TEST_POSTGRESQL_URL))
 
 bench: install
+	$(BIN)/python bench/cli_start.py
 	$(BIN)/python bench/generate.py --urls 100000 1000000 $(PG_BENCH)
 	$(BIN)/python bench/import.py --urls 1000000 $(PG_BENCH)
 	$(BIN)/python bench/dashboard.py --urls 1000000
