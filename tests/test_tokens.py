@@ -87,8 +87,10 @@ def test_dashboard_token_rules(as_role, session):
     assert answer.status_code == 422 and "a write token needs an editor" in answer.text
     answer = post(viewer, "/tokens", name="mine", scope="read")
     assert answer.status_code == 422 and "at least one site" in answer.text
-    answer = post(viewer, "/tokens", name="mine", scope="read", sites=["²", "9" * 30])
-    assert answer.status_code == 422 and "at least one site" in answer.text  # not a 500
+    for value in ("²", "9" * 30, "2147483648", "4294967296", "x"):  # never a 500
+        answer = post(viewer, "/tokens", name="mine", scope="read", sites=[str(shop.id), value])
+        assert answer.status_code == 422, (value, answer.status_code)
+        assert f"sites &#39;{value}&#39;: is not one of the sites" in answer.text
     assert post(viewer, "/tokens", name="mine", scope="read", sites=str(shop.id)).status_code == 201
     mine = session.scalar(select(ApiToken.id))
     # Others see neither the token nor a way to revoke it; an admin sees and revokes it.
