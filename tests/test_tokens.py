@@ -63,6 +63,17 @@ def test_tokens_create_refuses_what_it_cannot_make(runner, session):
     assert runner.invoke(args=["tokens", "revoke", "99"]).exit_code != 0
 
 
+def test_cli_ids_past_the_id_columns_are_usage_errors(runner, session):
+    shop = make_site(session)
+    session.commit()
+    for args in (["tokens", "revoke", "2147483648"],
+                 ["sitemaps", "rollback", shop.slug, "2147483648"],
+                 ["sitemaps", "diff", shop.slug, "1", "2147483648"]):
+        answer = runner.invoke(args=args)
+        assert answer.exit_code == 2, (args, answer.output)  # click's usage error
+        assert "2147483648" in answer.output and "Traceback" not in answer.output
+
+
 # The dashboard
 
 
