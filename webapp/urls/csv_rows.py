@@ -67,7 +67,7 @@ def stored_cell(cell: str) -> str:
     """The value of a cell as the import reads it: without the single quote an export puts
     before a cell that starts a formula, or before one that starts with a quote and then one
     of these (a quote followed by anything else is the value's own)."""
-    if cell.startswith("'") and cell[1:2] and cell[1:2] in ("'", *FORMULA_STARTS):
+    if cell.startswith("'") and cell[1:2] in ("'", *FORMULA_STARTS):
         return cell[1:]
     return cell
 
