@@ -215,6 +215,22 @@ def test_bad_site_input_is_answered_with_the_field_and_the_rule(api, session, sh
     assert session.get(Site, shop.id).slug == "shop"
 
 
+@pytest.mark.parametrize("body", [
+    "[" * 32_000,  # deeper than the parser goes
+    '{"urls": ' + "[" * 900 + "]" * 900 + "}",  # parsed, and nested all the same
+    '{"name": ' + '{"a": ' * 900 + "1" + "}" * 901,
+])
+def test_a_deeply_nested_body_is_answered_without_a_server_error(api, shop, body):
+    """Refused as a body (400, 422), or item by item by a bulk route (200, its errors)."""
+    for method, path in [("PATCH", "/sites/shop"), ("POST", "/sites"),
+                         ("POST", "/sites/shop/urls"), ("POST", "/sites/shop/urls/delete")]:
+        answer = getattr(api, method.lower())(path, data=body,
+                                              headers={"Content-Type": "application/json"})
+        assert answer.status_code < 500, (method, path, answer.status_code, answer.text)
+        assert answer.json["error"]["message"] if answer.status_code >= 400 else \
+            answer.json["errors"]
+
+
 @pytest.mark.parametrize("change, field", [
     ({"schedule": "every " + "9" * 5000 + "h"}, "schedule"),
     ({"timezone": "Europe/" + "x" * 5000}, "timezone"),

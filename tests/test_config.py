@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import io
+import os
 import stat
+from pathlib import Path
 
 import pytest
 
+from tests.builders import make_site
+from tests.conftest import migrate
+from tests.test_dashboard import as_role  # noqa: F401 - a fixture
+from webapp import create_app
 from webapp.config import ConfigError, env_int, load, normalize_database_url, persistent_secret_key
+from webapp.urls import save_url
 
 
 @pytest.mark.parametrize(("given", "expected"), [
@@ -167,3 +175,52 @@ def test_the_published_generation_ttl_is_a_few_seconds_at_most_an_hour(tmp_path)
                          "PUBLISHED_TTL_SECONDS": "0"})["PUBLISHED_TTL_SECONDS"] == 0
     with pytest.raises(ConfigError, match="PUBLISHED_TTL_SECONDS=3601 is above the maximum"):
         load(environ={"INSTANCE_PATH": str(tmp_path), "PUBLISHED_TTL_SECONDS": "3601"})
+
+
+@pytest.fixture
+def umask_022():
+    """The umask of `make run` on most systems, whatever the test run's own."""
+    before = os.umask(0o022)
+    yield
+    os.umask(before)
+
+
+def exposed(folder: Path) -> list[tuple[str, str]]:
+    """What in `folder`, the folder included, its group or other users can read or enter."""
+    return [(str(path.relative_to(folder.parent)), oct(stat.S_IMODE(path.stat().st_mode)))
+            for path in [folder, *sorted(folder.rglob("*"))] if path.stat().st_mode & 0o077]
+
+
+def test_a_new_instance_and_its_queued_work_are_readable_by_their_owner_only(tmp_path,
+                                                                              umask_022):
+    instance = tmp_path / "instance"
+    url = f"sqlite:///{instance / 'sitemaps.db'}"
+    migrate(url)  # as `make run` starts: alembic upgrade head
+    app = create_app({"INSTANCE_PATH": str(instance), "DATABASE_URL": url,
+                      "CELERY_BROKER_URL": "", "CELERY_TASK_ALWAYS_EAGER": False,
+                      "TESTING": True})
+    try:
+        with app.extensions["db_sessionmaker"]() as session:
+            site = make_site(session, change_delay=2, schedule="off")
+            save_url(session, site, f"{site.base_url}page")  # queues a run, on the embedded broker
+            session.commit()
+        # While the pool's connections are open, the database has its -wal and -shm files.
+        assert {"secret_key", "sitemaps.db", "sitemaps.db-wal", "sitemaps.db-shm", "broker"} <= {
+            path.name for path in instance.iterdir()}
+        assert [path.name for path in (instance / "broker" / "queue").iterdir()] != []
+        assert exposed(instance) == []
+    finally:
+        app.extensions["db_engine"].dispose()
+
+
+def test_an_uploaded_import_waits_in_a_folder_of_its_owners_only(as_role, app, session,  # noqa: F811
+                                                                    umask_022):
+    make_site(session)
+    editor = as_role("editor")
+    answer = editor.post("/sites/shop/import", content_type="multipart/form-data", data={
+        "csrf_token": editor.csrf, "file": (io.BytesIO(b"loc\nhttps://shop.example.com/a\n"),
+                                            "urls.csv")})
+    assert answer.status_code == 302
+    instance = Path(app.config["INSTANCE_PATH"])
+    assert (instance / "uploads").is_dir()
+    assert exposed(instance) == []

@@ -4,7 +4,9 @@ the encodings of Japanese spreadsheets."""
 
 from __future__ import annotations
 
+import csv
 import gzip
+import io
 import itertools
 import logging
 from pathlib import Path
@@ -31,13 +33,15 @@ from webapp.urls import (
     import_urls,
     open_import,
 )
+from webapp.urls.csv_rows import FORMULA_STARTS
 from webapp.urls.videos import Video
 
 SCOPES = [("https://shop.example.com/", "utf-8"), ("https://bücher.example/katalog/", "utf-8"),
           ("http://shop.example.com:8080/blog/", "shift_jis"), ("https://例え.テスト/", "euc-jp")]
 # What CSV, the cells' own line format and the title escapes must carry through unchanged.
+# What starts a formula in a spreadsheet, and the quote an export puts before it, too.
 PIECES = [",", '"', "\n", "\r\n", "\r", "\\", "\\n", "\\\\", " ", "\t", "=", "あ", "表", "ソ",
-          "é", "\U0001f600", "&", "<", "%", "%2", "/", "?", "#"]
+          "é", "\U0001f600", "&", "<", "%", "%2", "/", "?", "#", "+", "-", "@", "'", "'=", "''"]
 letters = st.characters(exclude_categories=["Cs", "Cc", "Cn"])
 text = st.lists(st.one_of(st.text(letters, max_size=8), st.sampled_from(PIECES)),
                 max_size=5).map("".join)
@@ -70,6 +74,12 @@ def snapshot(session, site) -> list[tuple]:
 
 def exported(session, site) -> str:
     return "".join(csv_chunks(session, site))
+
+
+def formulas(text: str) -> list[str]:
+    """The cells of a CSV text that a spreadsheet opens as formulas."""
+    return [cell for row in csv.reader(io.StringIO(text)) for cell in row
+            if cell.startswith(FORMULA_STARTS)]
 
 
 def import_file(session, site, path: Path, encoding: str = "utf-8", parallel=None):
@@ -202,6 +212,7 @@ def test_an_export_imported_into_a_fresh_site_gives_back_the_same_site(session, 
         session.commit()
         path = tmp_path / "export.csv"
         path.write_text(exported(session, original), encoding="utf-8", newline="")
+        assert formulas(path.read_text(encoding="utf-8")) == []
         copy = new_site(session, scope)
         report = import_file(session, copy, path)
         assert (report.rejected, report.rejections) == (0, []), report.rejections

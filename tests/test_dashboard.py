@@ -29,6 +29,7 @@ from webapp.models import (
 )
 from webapp.urls import health, save_url
 from webapp.users import create_user
+from webapp.views.http import IdConverter
 
 PASSWORD = "correct horse"
 
@@ -651,6 +652,11 @@ def test_rows_rejected_by_the_last_import_show_in_the_sites_health(as_role, sess
     "/sites/shop/urls?sort=newest&after=99999999999999999999999",
     "/sites/shop/urls?sort=newest&after=%C2%B2",
     "/sites/shop/urls?sort=lastmod&after=x|99999999999999999999999",
+    # Past the id columns (32 bits on PostgreSQL), within 18 digits.
+    "/sites/shop/urls?sort=newest&after=2147483648",
+    "/sites/shop/urls?sort=lastmod&after=x|2147483648",
+    "/sites/shop/urls/2147483648",
+    "/sites/shop/generations/2147483648",
     "/sites/shop/urls?slug=x&_external=1&_anchor=y",
     "/sites/shop/urls/99999999999999999999999",
     "/sites/shop/generations/99999999999999999999999",
@@ -679,8 +685,26 @@ def test_an_import_address_off_the_sites_host_is_refused_and_leaves_nothing(as_r
 def test_bulk_delete_ignores_ids_that_are_not_ids(as_role, session, shop):
     editor = as_role("editor")
     answer = editor.post("/sites/shop/urls/delete", data={
-        "csrf_token": editor.csrf, "id": ["²", "99999999999999999999999", "x"]})
+        "csrf_token": editor.csrf, "id": ["²", "99999999999999999999999", "x", "2147483648"]})
     assert answer.status_code == 302
+    assert len(session.scalars(select(Url).where(Url.deleted_at.is_(None))).all()) == 3
+
+
+def test_an_id_past_the_id_columns_is_a_404_on_every_route_that_takes_one(app, as_role, session,
+                                                                            shop):
+    admin = as_role("admin")
+    routes = [rule for rule in app.url_map.iter_rules()
+              if any(isinstance(converter, IdConverter)
+                     for converter in rule._converters.values())]
+    assert len(routes) >= 6
+    for rule in routes:
+        for number in (2**31, 2**32, 10**17):
+            values = {name: number if isinstance(converter, IdConverter) else "shop"
+                      for name, converter in rule._converters.items()}
+            path = rule.build(values, append_unknown=False)[1]
+            method = "GET" if "GET" in rule.methods else "POST"
+            answer = admin.open(path, method=method, data={"csrf_token": admin.csrf})
+            assert answer.status_code == 404, (method, path, answer.status_code)
 
 
 def test_saving_a_url_keeps_the_titles_and_captions_of_its_images(as_role, session, shop):

@@ -173,6 +173,54 @@ def test_public_addresses_are_reached(address):
     assert refusal(ipaddress.ip_address(address), ()) is None
 
 
+FORBIDDEN_IPV4 = ["127.0.0.1", "127.8.9.10", "10.1.2.3", "172.16.0.1", "192.168.1.1",
+                  "169.254.169.254", "100.64.0.1", "0.0.0.0", "224.0.0.1", "240.0.0.1"]
+
+
+def six_to_four(ipv4: str) -> ipaddress.IPv6Address:
+    return ipaddress.IPv6Address((0x2002 << 112) | (int(ipaddress.IPv4Address(ipv4)) << 80) | 1)
+
+
+def teredo(server: str, client: str) -> ipaddress.IPv6Address:
+    """A Teredo address: the server's address as it is, the client's with its bits inverted."""
+    return ipaddress.IPv6Address((0x20010000 << 96) | (int(ipaddress.IPv4Address(server)) << 64)
+                                 | (0x8000 << 48) | (0xFFFF << 32)
+                                 | (~int(ipaddress.IPv4Address(client)) & 0xFFFFFFFF))
+
+
+def nat64(ipv4: str) -> ipaddress.IPv6Address:
+    return ipaddress.IPv6Address(int(ipaddress.IPv6Address("64:ff9b::"))
+                                 | int(ipaddress.IPv4Address(ipv4)))
+
+
+@pytest.mark.parametrize("ipv4", FORBIDDEN_IPV4)
+def test_an_ipv6_address_carrying_a_forbidden_ipv4_one_is_refused_in_every_spelling(ipv4):
+    # Teredo's own prefix is not public: an operator who allows it still gets the IPv4 check.
+    teredo_allowed = (ipaddress.IPv6Network("2001::/32"),)
+    assert teredo(ipv4, "8.8.8.8").teredo[0] == ipaddress.IPv4Address(ipv4)
+    assert teredo("8.8.8.8", ipv4).teredo[1] == ipaddress.IPv4Address(ipv4)
+    for address, allow in [(six_to_four(ipv4), ()), (nat64(ipv4), ()),
+                           (ipaddress.IPv6Address(f"::ffff:{ipv4}"), ()),
+                           (teredo(ipv4, "8.8.8.8"), teredo_allowed),
+                           (teredo("8.8.8.8", ipv4), teredo_allowed)]:
+        assert refusal(address, allow) is not None, address
+
+
+def test_an_ipv6_address_carrying_a_public_ipv4_one_is_judged_as_before():
+    assert refusal(six_to_four("8.8.8.8"), ()) is None  # a public 6to4 address
+    assert refusal(nat64("8.8.8.8"), ()) is None  # what a NAT64 network's DNS64 answers
+    assert refusal(teredo("8.8.8.8", "9.9.9.9"), ()) is not None  # Teredo is not public
+    assert refusal(teredo("8.8.8.8", "9.9.9.9"), (ipaddress.IPv6Network("2001::/32"),)) is None
+
+
+def test_an_allowed_ipv4_network_is_allowed_in_the_spellings_that_reach_it():
+    allow = Policy.of({"NOTIFY_TIMEOUT": 1, "OUTBOUND_ALLOW": "127.0.0.1"}).allow
+    assert refusal(nat64("127.0.0.1"), allow) is None
+    assert refusal(ipaddress.ip_address("::ffff:127.0.0.1"), allow) is None
+    assert refusal(nat64("127.0.0.2"), allow) is not None
+    assert refusal(six_to_four("127.0.0.2"), allow) is not None
+
+
 def test_the_operator_allows_networks_by_name():
     allow = Policy.of({"NOTIFY_TIMEOUT": 1, "OUTBOUND_ALLOW": "127.0.0.1, 10.0.0.0/8"}).allow
     assert refusal(ipaddress.ip_address("127.0.0.1"), allow) is None

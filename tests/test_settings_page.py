@@ -271,11 +271,34 @@ def test_an_upload_that_is_not_a_service_account_key_says_what_is_wrong(
 
 @pytest.mark.parametrize(("data", "words"), [
     (b"", "Choose the JSON key file"), (b"{not json", "not JSON (line 1, column 2"),
-    (b"\xff\xfe\x00", "not text"), (b"[1, 2]", "holds no object")])
+    (b"\xff\xfe\x00", "not text"), (b"[1, 2]", "holds no object"),
+    # Nested deeper than the parser goes: 32 KB, well within the size a key file may have.
+    (b"[" * 32_000, "not a key file"), (b'{"a":' * 10_000, "not a key file")])
 def test_an_upload_that_is_not_json_says_so(as_role, session, shop, data, words):  # noqa: F811
     answer = upload(as_role("admin"), data)
     assert answer.status_code == 422 and words in answer.text
     assert session.scalar(select(ServiceAccountKey)) is None
+
+
+def test_a_deeply_nested_upload_is_refused_in_the_pages_language(as_role, session, shop):  # noqa: F811
+    import io
+    admin = as_role("admin")
+    answer = admin.post(
+        "/sites/shop/search-console-key", headers={"Accept-Language": "ja"},
+        content_type="multipart/form-data",
+        data={"csrf_token": admin.csrf, "key_file": (io.BytesIO(b"[" * 32_000), "k.json")})
+    assert answer.status_code == 422
+    message = re.search(r'id="e-key_file">([^<]*)<', answer.text).group(1)
+    assert "キーファイルではありません" in message, message
+    assert session.scalar(select(ServiceAccountKey)) is None
+
+
+def test_a_key_file_on_the_server_nested_too_deeply_is_refused_by_name(runner, shop, tmp_path):
+    path = tmp_path / "key.json"
+    path.write_bytes(b"[" * 32_000)
+    result = runner.invoke(args=["sites", "set", "shop", f"gsc_credentials={path}"])
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    assert "gsc_credentials" in result.output and "not a key file" in result.output
 
 
 def test_editors_cannot_upload_remove_or_test_the_key(as_role, session, shop, tmp_path):  # noqa: F811
@@ -388,6 +411,16 @@ def test_test_connection_shows_only_the_oauth_error_of_a_refused_token(connected
     page = post(connected, "/sites/shop/search-console-key/test").text
     assert "refused the service account without an OAuth error" in page
     assert "INSIDE-SECRET" not in page
+
+
+def test_test_connection_says_plainly_when_the_list_is_nested_too_deeply(connected, engine):
+    engine.expect_request("/token", method="POST").respond_with_json(
+        {"access_token": "token-9", "expires_in": 3600, "token_type": "Bearer"})
+    engine.expect_request("/webmasters/v3/sites", method="GET").respond_with_data(
+        "[" * 32_000, content_type="application/json")
+    answer = post(connected, "/sites/shop/search-console-key/test")
+    assert answer.status_code < 500
+    assert "did not answer with Search Console&#39;s list of properties" in answer.text
 
 
 def test_test_connection_refuses_a_token_reply_larger_than_64_kb(connected, engine):

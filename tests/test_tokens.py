@@ -63,6 +63,17 @@ def test_tokens_create_refuses_what_it_cannot_make(runner, session):
     assert runner.invoke(args=["tokens", "revoke", "99"]).exit_code != 0
 
 
+def test_cli_ids_past_the_id_columns_are_usage_errors(runner, session):
+    shop = make_site(session)
+    session.commit()
+    for args in (["tokens", "revoke", "2147483648"],
+                 ["sitemaps", "rollback", shop.slug, "2147483648"],
+                 ["sitemaps", "diff", shop.slug, "1", "2147483648"]):
+        answer = runner.invoke(args=args)
+        assert answer.exit_code == 2, (args, answer.output)  # click's usage error
+        assert "2147483648" in answer.output and "Traceback" not in answer.output
+
+
 # The dashboard
 
 
@@ -87,8 +98,10 @@ def test_dashboard_token_rules(as_role, session):
     assert answer.status_code == 422 and "a write token needs an editor" in answer.text
     answer = post(viewer, "/tokens", name="mine", scope="read")
     assert answer.status_code == 422 and "at least one site" in answer.text
-    answer = post(viewer, "/tokens", name="mine", scope="read", sites=["²", "9" * 30])
-    assert answer.status_code == 422 and "at least one site" in answer.text  # not a 500
+    for value in ("²", "9" * 30, "2147483648", "4294967296", "x"):  # never a 500
+        answer = post(viewer, "/tokens", name="mine", scope="read", sites=[str(shop.id), value])
+        assert answer.status_code == 422, (value, answer.status_code)
+        assert f"sites &#39;{value}&#39;: is not one of the sites" in answer.text
     assert post(viewer, "/tokens", name="mine", scope="read", sites=str(shop.id)).status_code == 201
     mine = session.scalar(select(ApiToken.id))
     # Others see neither the token nor a way to revoke it; an admin sees and revokes it.

@@ -222,6 +222,11 @@ def test_the_cli_adds_videos_from_a_json_file_and_shows_them(runner, session, sh
                                  str(path)])
     assert result.exit_code == 1 and "--videos-json" in result.output and "must be JSON" in \
         result.output
+    path.write_text("[" * 32_000, encoding="utf-8")  # deeper than the parser goes
+    result = runner.invoke(args=["urls", "add", "shop", f"{SHOP}bread", "--videos-json",
+                                 str(path)])
+    assert result.exit_code == 1 and "--videos-json" in result.output and "nested this " \
+        "deeply" in result.output, result.output
     assert [video.title for video in videos_of(session, f"{SHOP}bread")] == ["Rye"]
 
 

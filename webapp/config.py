@@ -132,6 +132,27 @@ def database_url(environ: Mapping[str, str] = os.environ) -> str:
     return normalize_database_url(raw)
 
 
+def private_folder(path: Path) -> Path:
+    """`path` as a folder, made mode 0700 when it is not there: what the app keeps in its
+    instance folder (the database, the queue, uploads) is for its own user alone, whatever the
+    umask. A folder already there keeps the mode it has."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    return path
+
+
+def private_file(path: Path) -> None:
+    """An empty file at `path`, mode 0600, unless one is there: a file another program then
+    fills (SQLite's database, whose -wal and -shm files take its mode) is its owner's alone."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+
+
 def persistent_secret_key(folder: Path) -> str:
     """A random key generated once and kept in the instance folder, readable by its owner only.
 
@@ -140,7 +161,7 @@ def persistent_secret_key(folder: Path) -> str:
     """
     path = folder / "secret_key"
     if not path.exists():
-        folder.mkdir(parents=True, exist_ok=True)
+        private_folder(folder)
         draft = folder / f".secret_key.{os.getpid()}.{secrets.token_hex(4)}"
         fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as handle:
@@ -162,7 +183,7 @@ def persistent_secret_key(folder: Path) -> str:
 def load(overrides: Mapping[str, object] | None = None, environ: Mapping[str, str] = os.environ) -> dict:
     """All settings: overrides first, then the environment, then defaults."""
     overrides = dict(overrides or {})
-    folder = Path(overrides.get("INSTANCE_PATH") or instance_path(environ))
+    folder = private_folder(Path(overrides.get("INSTANCE_PATH") or instance_path(environ)))
     settings: dict[str, object] = {"INSTANCE_PATH": str(folder)}
     if "DATABASE_URL" in overrides:
         settings["DATABASE_URL"] = normalize_database_url(str(overrides.pop("DATABASE_URL")))

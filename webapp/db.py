@@ -17,6 +17,8 @@ from sqlalchemy import DateTime, MetaData, TypeDecorator, create_engine, event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
+from webapp.config import private_file, private_folder
+
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
     "uq": "uq_%(table_name)s_%(column_0_N_name)s",
@@ -66,7 +68,11 @@ def make_engine(url: str) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            # Its own user's alone, and so are its -wal and -shm files: SQLite gives them
+            # the database file's mode.
+            path = Path(parsed.database)
+            private_folder(path.parent)
+            private_file(path)
         engine = create_engine(url)
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine

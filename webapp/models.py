@@ -32,6 +32,10 @@ SITES_FILLFACTOR = 70
 # The protocol caps a loc at 2,048 characters; IndexNow and Search Console share that ceiling.
 URL_LENGTH = 2048
 
+# The largest id a row has: every id column is an integer, 32 bits on PostgreSQL, which refuses
+# a larger value in a query (an error, not "no such row").
+MAX_ID = 2**31 - 1
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)

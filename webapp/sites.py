@@ -26,7 +26,7 @@ from webapp.errors import (
     rule_text,
 )
 from webapp.leases import gone
-from webapp.models import Site, Url, new_indexnow_key, utcnow
+from webapp.models import MAX_ID, Site, Url, new_indexnow_key, utcnow
 from webapp.protocol import (
     MAX_URLS_PER_FILE,
     check_encoding,
@@ -50,7 +50,7 @@ def find_site(session: Session, ref: str | int) -> Site:
     text = str(ref).strip()
     site = session.scalar(select(Site).where(Site.slug == text))
     # ASCII digits within the id column's range: int() refuses superscripts isdigit() takes.
-    if site is None and text.isascii() and text.isdigit() and int(text) < 2 ** 31:
+    if site is None and text.isascii() and text.isdigit() and int(text) <= MAX_ID:
         site = session.get(Site, int(text))
     if site is None:
         raise NotFound(f"no site with slug or id {text!r}")

@@ -12,7 +12,7 @@ from webapp import jobs, notify
 from webapp.cli import friendly_errors
 from webapp.cli.notify import report
 from webapp.db import session_scope
-from webapp.models import Generation, Site
+from webapp.models import MAX_ID, Generation, Site
 from webapp.sitemaps import PublishedSet, diff, get_store
 from webapp.sites import find_site
 from webapp.verify import publishing
@@ -104,7 +104,7 @@ def sitemaps_history(site_ref, limit):
 
 @group.command("diff")
 @click.argument("site_ref", metavar="SITE")
-@click.argument("generations", nargs=-1, type=int, metavar="[OLD NEW]")
+@click.argument("generations", nargs=-1, type=click.IntRange(0, MAX_ID), metavar="[OLD NEW]")
 @click.option("--limit", default=50, show_default=True, help="URLs listed per kind of change.")
 @friendly_errors
 def sitemaps_diff(site_ref, generations, limit):
@@ -147,7 +147,7 @@ def sitemaps_diff(site_ref, generations, limit):
 
 @group.command("rollback")
 @click.argument("site_ref", metavar="SITE")
-@click.argument("generation_id", type=int, metavar="GENERATION")
+@click.argument("generation_id", type=click.IntRange(1, MAX_ID), metavar="GENERATION")
 @friendly_errors
 def sitemaps_rollback(site_ref, generation_id):
     """Publish the files of an older generation again (until the next regeneration)."""

@@ -7,7 +7,7 @@ from flask.cli import AppGroup
 
 from webapp.cli import friendly_errors
 from webapp.db import session_scope
-from webapp.models import utcnow
+from webapp.models import MAX_ID, utcnow
 from webapp.sites import find_site
 from webapp.tokens import SCOPES, create_token, find_token, list_tokens, revoke
 from webapp.users import find_user
@@ -55,7 +55,7 @@ def tokens_list(email):
 
 
 @group.command("revoke")
-@click.argument("token_id", type=int)
+@click.argument("token_id", type=click.IntRange(1, MAX_ID))
 @friendly_errors
 def tokens_revoke(token_id):
     """Refuse the token from now on."""

@@ -87,6 +87,9 @@ def load_credentials(path: str) -> service_account.Credentials:
         raise InvalidValue("gsc_credentials", path, rule_text(
             "must be the JSON key file of a Google service account (%(reason)s)",
             reason=str(exc).splitlines()[0][:120])) from None
+    except RecursionError:  # arrays or objects nested deeper than the parser goes
+        raise InvalidValue("gsc_credentials", path, rule_text(
+            "is not a key file: its JSON nests arrays or objects too deeply")) from None
 
 
 def check_credentials(value: str) -> str | None:
@@ -113,6 +116,9 @@ def read_key_file(data: bytes, config: Mapping) -> dict:
         raise AccountProblem(_("The file is not JSON (line %(line)s, column %(column)s: "
                                "%(reason)s).", line=exc.lineno, column=exc.colno,
                                reason=exc.msg)) from None
+    except RecursionError:  # arrays or objects nested deeper than the parser goes
+        raise AccountProblem(_("The file is JSON but not a key file: it nests arrays or "
+                               "objects too deeply.")) from None
     if not isinstance(info, dict):
         raise AccountProblem(_("The file is JSON but not a key file: it holds no object."))
     if info.get("type") != "service_account":
@@ -260,7 +266,7 @@ def test_connection(site: Site, config: Mapping) -> tuple[str, list[Property]]:
     except OutboundError as exc:
         raise AccountProblem(_("The token exchange worked, but Search Console's list of "
                                "properties failed: %(reason)s.", reason=_plain(exc))) from None
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         raise AccountProblem(_("The token exchange worked, but %(url)s did not answer with "
                                "Search Console's list of properties.", url=url)) from None
     return account.service_account_email, sorted(

@@ -38,17 +38,36 @@ class Policy:
         return cls(config["NOTIFY_TIMEOUT"], parse_networks(config.get("OUTBOUND_ALLOW", ())))
 
 
+# RFC 6052's well-known NAT64 prefix: a translator connects to the IPv4 address in the last 32 bits.
+NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+
+
 def refusal(ip: Address, allow: tuple[Network, ...]) -> str | None:
-    """Why the server does not send to `ip`, or None: it is public, or the operator allows it."""
-    seen = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped else ip
-    if any(seen in network for network in allow if network.version == seen.version):
+    """Why the server does not send to `ip`, or None: it is public, or the operator allows it.
+    An IPv6 address that carries an IPv4 one is judged by that IPv4 address too: the host an
+    IPv4-mapped or NAT64 address reaches is that address; the packets to a 6to4 or Teredo
+    address go through the IPv4 hosts it names (a 6to4 router; a Teredo server and client)."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped:
+            return _refusal(ip.ipv4_mapped, allow)
+        if ip in NAT64:
+            return _refusal(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF), allow)
+        for carried in (ip.sixtofour, *(ip.teredo or ())):
+            reason = carried and _refusal(carried, allow)
+            if reason:
+                return reason
+    return _refusal(ip, allow)
+
+
+def _refusal(ip: Address, allow: tuple[Network, ...]) -> str | None:
+    if any(ip in network for network in allow if network.version == ip.version):
         return None
-    for kind, test in (("loopback", seen.is_loopback), ("link-local", seen.is_link_local),
-                       ("multicast", seen.is_multicast), ("private", seen.is_private),
-                       ("reserved", seen.is_reserved or seen.is_unspecified)):
+    for kind, test in (("loopback", ip.is_loopback), ("link-local", ip.is_link_local),
+                       ("multicast", ip.is_multicast), ("private", ip.is_private),
+                       ("reserved", ip.is_reserved or ip.is_unspecified)):
         if test:
             return f"a {kind} address"
-    return None if seen.is_global else "not a public address"
+    return None if ip.is_global else "not a public address"
 
 
 def refused(host: str, infos: list, allow: tuple[Network, ...]) -> tuple[str, Line] | None:

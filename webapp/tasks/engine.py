@@ -16,15 +16,17 @@ from celery import Celery, Task
 from celery.signals import worker_process_init
 from flask import Flask
 
+from webapp.config import private_folder
+
 BROKER_TIMEOUT = 3.0  # seconds a broker may take to answer before a request gives up
 
 
 def embedded_broker(app: Flask) -> tuple[str, dict]:
     """A broker in the instance folder (kombu's filesystem transport): nothing to install,
     enough for processes on one machine. Messages are files moved in and out of one folder."""
-    folder = Path(app.config["INSTANCE_PATH"]) / "broker"
+    folder = private_folder(Path(app.config["INSTANCE_PATH"]) / "broker")
     for part in ("queue", "control"):
-        (folder / part).mkdir(parents=True, exist_ok=True)
+        private_folder(folder / part)
     return "filesystem://", {"data_folder_in": str(folder / "queue"),
                              "data_folder_out": str(folder / "queue"),
                              "control_folder": str(folder / "control"),
@@ -35,8 +37,10 @@ def make_celery(app: Flask, tasks: dict) -> Celery:
     """A Celery app for `app`, with `tasks` (name -> function) registered on it."""
     url = app.config["CELERY_BROKER_URL"]
     options: dict = {}
+    transport = None  # the URL's own
     if not url:
         url, options = embedded_broker(app)
+        transport = "webapp.tasks.owner_only_broker:Transport"  # files only their owner reads
     elif url.startswith(("redis://", "rediss://")):
         # A task that runs longer than this is handed to another worker as well: longer than
         # any run, so only a dead worker's tasks are given out again. A Redis that accepts
@@ -53,7 +57,7 @@ def make_celery(app: Flask, tasks: dict) -> Celery:
 
     celery = Celery(app.import_name, task_cls=AppTask, set_as_current=False)
     celery.conf.update(
-        broker_url=url, broker_transport_options=options,
+        broker_url=url, broker_transport=transport, broker_transport_options=options,
         broker_connection_retry_on_startup=True, broker_connection_timeout=BROKER_TIMEOUT,
         task_default_queue=app.config["CELERY_QUEUE"], task_serializer="json", accept_content=["json"],
         task_ignore_result=True,  # outcomes are kept in the database (Generation, Task, ledger)

@@ -21,6 +21,7 @@ from flask import Flask, current_app
 
 from webapp import discover, jobs, notify
 from webapp import verify as verification
+from webapp.config import private_folder
 from webapp.db import new_session, session_scope
 from webapp.errors import InvalidValue, NotFound, rule_text
 from webapp.leases import SiteBusy
@@ -138,8 +139,7 @@ def import_urls_task(task_id: str, site_id: int, source_url: str | None = None,
 
     def work(progress: records.Progress) -> list[Line]:
         site = _detached_site(app, site_id)
-        folder = Path(app.config["INSTANCE_PATH"]) / "uploads"
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = private_folder(Path(app.config["INSTANCE_PATH"]) / "uploads")
         with tempfile.NamedTemporaryFile(dir=folder, suffix=".import") as handle:
             if source_url:
                 handle.write(fetch_source(site, source_url, policy))

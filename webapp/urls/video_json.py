@@ -47,6 +47,9 @@ def read_videos_file(text: str, name: str = "--videos-json") -> list[dict]:
     except ValueError as exc:
         raise InvalidValue(name, text[:40], rule_text(
             "must be JSON: a list of video objects (%(reason)s)", reason=str(exc))) from None
+    except RecursionError:  # arrays or objects nested deeper than the parser goes
+        raise InvalidValue(name, text[:40], rule_text(
+            "must be a list of video objects, not JSON nested this deeply")) from None
     videos = check_videos_json(value)
     if videos is None:
         raise InvalidValue(name, "null", rule_text(

@@ -15,10 +15,11 @@ from werkzeug.exceptions import (
 )
 from werkzeug.http import HTTP_STATUS_CODES
 from werkzeug.middleware.proxy_fix import ProxyFix
-from werkzeug.routing import BaseConverter
+from werkzeug.routing import BaseConverter, ValidationError
 
 from webapp.db import get_session
 from webapp.errors import in_english
+from webapp.models import MAX_ID
 
 csrf = CSRFProtect()
 
@@ -32,15 +33,26 @@ SECURITY_HEADERS = {
 
 
 class IdConverter(BaseConverter):
-    """A row id in a path: digits that fit a 64-bit integer (longer ones are a 404, not a 500)."""
+    """A row id in a path: digits up to MAX_ID (a larger number is a 404, not a 500)."""
 
-    regex = r"\d{1,18}"
+    regex = r"\d{1,10}"
 
     def to_python(self, value: str) -> int:
-        return int(value)
+        number = int(value)
+        if number > MAX_ID:
+            raise ValidationError()  # no route matches: a 404
+        return number
 
     def to_url(self, value: int) -> str:
         return str(value)
+
+
+def id_of(text: str) -> int | None:
+    """The row id a form field or query parameter names, or None when it names none: ASCII
+    digits up to MAX_ID (int() takes superscripts and other digits that isdigit() accepts)."""
+    if text.isascii() and text.isdigit() and len(text) <= 10 and int(text) <= MAX_ID:
+        return int(text)
+    return None
 
 
 def init_app(app: Flask) -> None:

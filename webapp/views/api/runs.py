@@ -8,7 +8,7 @@ from sqlalchemy import select
 from webapp import tasks
 from webapp.db import get_session
 from webapp.leases import gone
-from webapp.models import Delivery, Generation, Site, utcnow
+from webapp.models import MAX_ID, Delivery, Generation, Site, utcnow
 from webapp.views.api import ApiError, access, bp, isoformat, load_site, query_int, writes
 
 
@@ -57,7 +57,7 @@ def _id_page(model, site: Site, render):
     query = select(model).where(model.site_id == site.id)
     if request.args.get("cursor"):
         # Ids are 32-bit columns: a larger cursor means "all of them", as it would if wider.
-        query = query.where(model.id < min(query_int("cursor", 0, 0, 10 ** 18), 2 ** 31 - 1))
+        query = query.where(model.id < min(query_int("cursor", 0, 0, 10 ** 18), MAX_ID))
     rows = get_session().scalars(query.order_by(model.id.desc()).limit(limit + 1)).all()
     more = len(rows) > limit
     rows = rows[:limit]

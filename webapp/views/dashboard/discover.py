@@ -11,7 +11,7 @@ from sqlalchemy import select
 from webapp import discover, tasks
 from webapp.db import get_session
 from webapp.errors import InvalidValue, each_error
-from webapp.models import Task
+from webapp.models import MAX_ID, Task
 from webapp.urls import delete_urls, health
 from webapp.views.auth import require
 from webapp.views.dashboard import bp, load_site
@@ -36,7 +36,7 @@ def _page(site, errors: dict[str, str] | None = None, form=None, status: int = 2
     after = request.args.get("after", "")
     # Ids are 32-bit columns: a larger `after` means "past them all"; anything but ASCII
     # digits (int() refuses superscripts that isdigit() accepts) means the first page.
-    start = min(int(after), 2 ** 31 - 1) if after.isascii() and after.isdigit() else 0
+    start = min(int(after), MAX_ID) if after.isascii() and after.isdigit() else 0
     rows, more = discover.rows(session, site, show, start)
     excluded, _ids = health.excluded_stored(session, site, scan=health.EXCLUDED_SCAN)
     return render_template(

@@ -17,6 +17,7 @@ from webapp.urls import health
 from webapp.views.auth import require
 from webapp.views.dashboard import bp, load_site
 from webapp.views.dashboard.history import statuses
+from webapp.views.http import id_of
 
 
 @bp.get("/sites/<slug>/engines")
@@ -39,8 +40,7 @@ def indexnow_resubmit(slug):
     session = get_session()
     loc = request.form.get("loc", "")
     number = request.form.get("delivery", "")
-    delivery = session.get(Delivery, int(number)) if number.isascii() and number.isdigit() \
-        and int(number) < 2 ** 31 else None
+    delivery = session.get(Delivery, id_of(number)) if id_of(number) is not None else None
     if delivery is None or delivery.site_id != site.id or not summary.submitted_in(delivery, loc):
         abort(404, _("That URL was not submitted to IndexNow in this announcement of the site."))
     planned = notify.announce_locs(session, site, delivery.generation_id, lambda: [loc],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import abort, flash, redirect, render_template, request, url_for
 from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 from flask_login import current_user
 from sqlalchemy import select
 from werkzeug.datastructures import MultiDict
@@ -14,6 +15,7 @@ from webapp.models import ApiToken, Site, User, utcnow
 from webapp.tokens import SCOPES, create_token, list_tokens, revoke
 from webapp.views.auth import require
 from webapp.views.dashboard import bp
+from webapp.views.http import id_of
 
 
 def _page(errors: dict, form, secret: str | None = None, status: int = 200):
@@ -36,11 +38,9 @@ def token_create():
     session = get_session()
     form = request.form
     chosen = None
-    if form.get("all_sites") != "on":
-        ids = [int(value) for value in form.getlist("sites")
-               if value.isascii() and value.isdigit() and len(value) <= 18]  # fits a bigint
-        chosen = session.scalars(select(Site).where(Site.id.in_(ids))).all() if ids else []
     try:
+        if form.get("all_sites") != "on":
+            chosen = _chosen_sites(form.getlist("sites"))
         token, secret = create_token(session, session.get(User, current_user.id),
                                      form.get("name", ""), form.get("scope", ""), chosen)
     except InvalidValue as exc:
@@ -49,6 +49,19 @@ def token_create():
     session.commit()
     # Shown in this answer only: never in a flash message, which travels in the cookie.
     return _page({}, MultiDict(), secret=secret, status=201)
+
+
+def _chosen_sites(values: list[str]) -> list[Site]:
+    """The sites the form's `sites` boxes name; InvalidValue for a value that names none (a
+    site deleted since the page was shown, or a made-up value)."""
+    ids = {id_of(value) for value in values} - {None}
+    chosen = get_session().scalars(select(Site).where(Site.id.in_(ids))).all() if ids else []
+    found = {str(site.id) for site in chosen}
+    unknown = [value for value in values if value not in found]
+    if unknown:
+        raise InvalidValue("sites", unknown[0][:40], _l(
+            "is not one of the sites: choose them from the list"))
+    return chosen
 
 
 @bp.post("/tokens/<id:token_id>/revoke")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import re
 import shutil
 import tempfile
 
@@ -48,6 +47,7 @@ from webapp.verify import health as verification
 from webapp.views.auth import demand, require
 from webapp.views.dashboard import bp, load_site, url_videos
 from webapp.views.display import readable_url
+from webapp.views.http import id_of
 
 PAGE = 50
 SORTS = {"loc": _l("URL (A to Z)"), "newest": _l("Newest first"), "lastmod": _l("Last modified")}
@@ -76,26 +76,22 @@ def _query(site, args):
         abort(400, str(exc))
     after = args.get("after", "")
     if sort == "newest":
-        if _row_id(after) is not None:
-            query = query.where(Url.id < _row_id(after))
+        if id_of(after) is not None:
+            query = query.where(Url.id < id_of(after))
         query = query.order_by(Url.id.desc())
     elif sort == "lastmod":
         query = query.where(Url.lastmod.is_not(None))
         lastmod, _, last_id = after.rpartition("|")
-        if _row_id(last_id) is not None:
+        if id_of(last_id) is not None:
             # A row-value comparison, which both databases answer from the (site, lastmod, id)
             # index; the same condition written with OR made SQLite scan.
-            query = query.where(tuple_(Url.lastmod, Url.id) < tuple_(lastmod, _row_id(last_id)))
+            query = query.where(tuple_(Url.lastmod, Url.id) < tuple_(lastmod, id_of(last_id)))
         query = query.order_by(Url.lastmod.desc(), Url.id.desc())
     else:
         if after:
             query = query.where(Url.loc > after)
         query = query.order_by(Url.loc)
     return query.limit(PAGE + 1)
-
-
-def _row_id(text: str) -> int | None:
-    return int(text) if re.fullmatch(r"\d{1,18}", text) else None
 
 
 def _cursor(url: Url, sort: str) -> str:
@@ -223,7 +219,7 @@ def url_edit(slug, url_id):
 @require("editor")
 def urls_delete(slug):
     site = load_site(slug)
-    ids = [_row_id(value) for value in request.form.getlist("id") if _row_id(value) is not None]
+    ids = [id_of(value) for value in request.form.getlist("id") if id_of(value) is not None]
     session = get_session()
     count = delete_urls(session, site, ids)
     session.commit()
