@@ -198,12 +198,20 @@ def test_alternates_without_a_return_link_are_named_in_the_import_report(session
 
 
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
-def test_a_large_import_looks_up_each_loc_in_the_unique_index_not_the_whole_site(session):
+@pytest.mark.parametrize("other_sites", [0, 3])
+def test_a_large_import_looks_up_each_loc_in_the_unique_index_not_the_whole_site(session,
+                                                                                  other_sites):
     """Inside one import's transaction the statistics still describe the site as it was
-    (empty): a batch's lookup of which locs exist must still read about one row per loc, not
-    the whole site, or a 300,000-URL import slows to a crawl as the site fills."""
+    (empty; or absent among other sites' URLs): a batch's lookup of which locs exist must
+    still read about one row per loc, not the whole site, or a 300,000-URL import slows to a
+    crawl as the site fills."""
+    for n in range(other_sites):
+        other = make_site(session, f"Other {n}", f"https://other{n}.example.com/")
+        session.execute(text(
+            "INSERT INTO urls (site_id, change_seq, loc) SELECT :site, n, :base || n "
+            "FROM generate_series(1, 3000) AS n"), {"site": other.id, "base": other.base_url})
     site = make_site(session)
-    session.execute(text("ANALYZE urls"))  # the statistics of an empty site
+    session.execute(text("ANALYZE urls"))  # the statistics without this site's URLs
     session.execute(text(
         "INSERT INTO urls (site_id, change_seq, loc) SELECT :site, n, :base || 'page/' || n "
         "FROM generate_series(1, 30000) AS n"), {"site": site.id, "base": SHOP})
