@@ -84,6 +84,8 @@ PG_BENCH := $(if $(TEST_POSTGRESQL_URL),--postgresql $(TEST_POSTGRESQL_URL))
 bench: install
 	$(BIN)/python bench/generate.py --urls 100000 1000000 $(PG_BENCH)
 	$(BIN)/python bench/import.py --urls 1000000 $(PG_BENCH)
+	$(BIN)/python bench/import.py --urls 300000 --format sitemap --other-sites 4 $(PG_BENCH)
+	$(BIN)/python bench/exclusions.py
 	$(BIN)/python bench/dashboard.py --urls 1000000
 	$(BIN)/python bench/many_sites.py --profile 100 $(PG_BENCH)
 	$(BIN)/python bench/incremental.py --urls 1000000 $(PG_BENCH)
