@@ -87,6 +87,8 @@ bench: install
 	$(BIN)/python bench/cli_start.py
 	$(BIN)/python bench/generate.py --urls 100000 1000000 $(PG_BENCH)
 	$(BIN)/python bench/import.py --urls 1000000 $(PG_BENCH)
+	$(BIN)/python bench/import.py --urls 300000 --format sitemap --other-sites 4 $(PG_BENCH)
+	$(BIN)/python bench/exclusions.py
 	$(BIN)/python bench/dashboard.py --urls 1000000
 	$(BIN)/python bench/many_sites.py --profile 100 $(PG_BENCH)
 	$(BIN)/python bench/incremental.py --urls 1000000 $(PG_BENCH)

@@ -1,6 +1,8 @@
-"""Time a CSV import of N URLs (validation included) against a bare floor.
+"""Time a CSV import of N URLs (validation included) against a bare floor, and a sitemap (XML)
+import of the same URLs.
 
-    python bench/import.py --urls 1000000
+    python bench/import.py --urls 1000000 [--format csv|sitemap|both] [--progress]
+                           [--only sqlite|postgresql] [--other-sites 4]
 
 Writes a CSV (loc,lastmod,changefreq,priority) of N URLs, some with non-ASCII characters the
 import must percent-encode, `&`, quotes and W3C dates in several forms. Then, each into its own
@@ -8,7 +10,11 @@ fresh migrated database (SQLite; and PostgreSQL schemas with --postgresql URL or
 TEST_POSTGRESQL_URL): (1) the app's `import_urls` (parse, validate and normalise every field,
 upsert by loc, commit) and (2) a floor: the csv module reading the file and the driver's bulk
 path (sqlite3 `executemany`, PostgreSQL `COPY`) storing the raw rows in the same table. Prints
-seconds and the ratio.
+seconds and the ratio. With --format sitemap (or both), the same rows as one urlset file
+imported as a fetched or uploaded sitemap is (open_import, import_opened): one transaction,
+batches of 2,000 entries, on PostgreSQL after ANALYZE of the empty tables or of
+--other-sites sites (`analyze`); --progress prints the entries done every 20,000 with the
+seconds.
 """
 
 from __future__ import annotations
@@ -19,7 +25,9 @@ import os
 import sqlite3
 import tempfile
 import time
+import uuid
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 from common import BASE, copy_urls, drop_schema, fresh_site_database, postgresql_site_database
 
@@ -43,6 +51,69 @@ def write_csv(path: Path, urls: int) -> None:
         writer = csv.writer(handle)
         writer.writerow(["loc", "lastmod", "changefreq", "priority"])
         writer.writerows(synthetic_row(n) for n in range(urls))
+
+
+def write_sitemap(path: Path, urls: int) -> None:
+    """The rows of write_csv as one urlset (W3C dates as they are; empty fields left out)."""
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write('<?xml version="1.0" encoding="UTF-8"?>\n'
+                     '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n')
+        for n in range(urls):
+            loc, lastmod, changefreq, priority = synthetic_row(n)
+            handle.write(f"<url><loc>{escape(loc)}</loc>"
+                         + (f"<lastmod>{lastmod}</lastmod>" if lastmod else "")
+                         + (f"<changefreq>{changefreq}</changefreq>" if changefreq else "")
+                         + (f"<priority>{priority}</priority>" if priority else "")
+                         + "</url>\n")
+        handle.write("</urlset>\n")
+
+
+def analyze(url: str, other_sites: int) -> None:
+    """Statistics as autovacuum leaves them on a server in use, taken before the import: of
+    empty tables, or of `other_sites` sites of 5,000 URLs each. The planner then believes the
+    new site's URLs are (nearly) none all through the import's transaction; without any
+    statistics PostgreSQL guesses from the table's size, and the probe's slowdown hides."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        for site in range(2, other_sites + 2):
+            connection.execute(text(
+                "INSERT INTO sites (id, slug, name, base_url, sitemap_url, encoding, "
+                "max_urls_per_file, stylesheet, indexnow_key, storage_key) VALUES (:id, :slug, "
+                ":slug, :base, :sitemap, 'utf-8', 50000, true, :key, :storage)"),
+                {"id": site, "slug": f"other{site}", "base": f"https://other{site}.example.com/",
+                 "sitemap": f"https://other{site}.example.com/sitemap.xml",
+                 "key": uuid.uuid4().hex, "storage": uuid.uuid4().hex})
+            connection.execute(text(
+                "INSERT INTO urls (site_id, loc) SELECT :id, :base || 'p/' || n "
+                "FROM generate_series(1, 5000) AS n"),
+                {"id": site, "base": f"https://other{site}.example.com/"})
+        connection.execute(text("ANALYZE"))
+    engine.dispose()
+
+
+def run_sitemap(db: str, path: Path, instance: Path, progress: bool) -> tuple[float, str]:
+    from webapp import create_app
+    from webapp.db import session_scope
+    from webapp.outbound import Policy
+    from webapp.sites import find_site
+    from webapp.urls import import_opened, open_import
+
+    app = create_app({"DATABASE_URL": db, "SECRET_KEY": "bench", "INSTANCE_PATH": str(instance)})
+    started = time.perf_counter()
+    policy = Policy.of({"NOTIFY_TIMEOUT": 1, "OUTBOUND_ALLOW": ""})
+
+    def said(done: int, total: int) -> None:
+        if progress and done % 20_000 == 0:
+            print(f"  {done:>9} entries {time.perf_counter() - started:8.1f} s", flush=True)
+
+    with session_scope(app) as session, \
+            open_import(path, path.name, BASE, None, policy) as opened:
+        report = import_opened(session, find_site(session, "shop"), opened, progress=said)
+    seconds = time.perf_counter() - started
+    app.extensions["db_engine"].dispose()
+    return seconds, report.summary()
 
 
 def run_app(db: str, csv_path: Path, instance: Path) -> tuple[float, str]:
@@ -84,13 +155,50 @@ def main() -> None:
     parser.add_argument("--urls", type=int, default=100_000)
     parser.add_argument("--postgresql", default=os.environ.get("TEST_POSTGRESQL_URL"),
                         help="also measure on this PostgreSQL database, in schemas of its own")
+    parser.add_argument("--format", choices=("csv", "sitemap", "both"), default="csv",
+                        help="a sitemap of more than about 350,000 such URLs passes 50 MiB, "
+                             "the most a sitemap import reads")
+    parser.add_argument("--progress", action="store_true",
+                        help="print a sitemap import's progress every 20,000 entries")
+    parser.add_argument("--other-sites", type=int, default=0,
+                        help="PostgreSQL: sites of 5,000 URLs each in the statistics taken "
+                             "before a sitemap import")
+    parser.add_argument("--only", choices=("sqlite", "postgresql"),
+                        help="measure on this database alone")
     args = parser.parse_args()
-    print(f"{'database':<10} {'urls':>9} {'app s':>7} {'floor s':>7} {'ratio':>6}  app report")
+    kinds = ["sqlite"] + (["postgresql"] if args.postgresql else [])
+    kinds = [kind for kind in kinds if args.only in (None, kind)]
     with tempfile.TemporaryDirectory(prefix="bench-import-") as tmp:
         tmp_path = Path(tmp)
         csv_path = tmp_path / "urls.csv"
         write_csv(csv_path, args.urls)
-        for kind in ["sqlite"] + (["postgresql"] if args.postgresql else []):
+        if args.format in ("sitemap", "both"):
+            sitemap_path = tmp_path / "sitemap.xml"
+            write_sitemap(sitemap_path, args.urls)
+            print(f"sitemap: {sitemap_path.stat().st_size / 1e6:.1f} MB")
+            print(f"{'database':<10} {'urls':>9} {'sitemap s':>9}  app report")
+            for kind in kinds:
+                schema = f"bench_import_sitemap_{os.getpid()}"
+                if kind == "sqlite":
+                    (tmp_path / "sitemap").mkdir()
+                    fresh_site_database(tmp_path / "sitemap" / "bench.db")
+                    url = f"sqlite:///{tmp_path / 'sitemap' / 'bench.db'}"
+                else:
+                    url = postgresql_site_database(args.postgresql, schema)
+                try:
+                    if kind == "postgresql":
+                        analyze(url, args.other_sites)
+                    seconds, summary = run_sitemap(url, sitemap_path,
+                                                   tmp_path / f"instance-sitemap-{kind}",
+                                                   args.progress)
+                finally:
+                    if kind == "postgresql":
+                        drop_schema(args.postgresql, schema)
+                print(f"{kind:<10} {args.urls:>9} {seconds:>9.2f}  {summary}", flush=True)
+        if args.format == "sitemap":
+            return
+        print(f"{'database':<10} {'urls':>9} {'app s':>7} {'floor s':>7} {'ratio':>6}  app report")
+        for kind in kinds:
             schemas = [f"bench_import_{name}_{os.getpid()}" for name in ("floor", "app")]
             if kind == "sqlite":
                 urls = []

@@ -20,7 +20,14 @@ from webapp.outbound import Policy
 from webapp.sites import site_settings, update_site
 from webapp.tokens import create_token
 from webapp.urls import Rules, import_opened, import_urls, open_import
-from webapp.urls.exclusions import MAX_RULE_LENGTH, MAX_RULES
+from webapp.urls.exclusions import (
+    MAX_RULE_LENGTH,
+    MAX_RULE_PROGRAM,
+    MAX_RULES,
+    compile_rule,
+    program_size,
+)
+from webapp.urls.rule_cost import MAX_RULE_WORK
 from webapp.users import create_user
 
 SHOP = "https://shop.example.com/"
@@ -86,19 +93,100 @@ def test_a_pattern_that_backtracks_forever_in_python_runs_in_linear_time(session
 
 # --- the rules themselves --------------------------------------------------------------------
 
-def test_rules_too_large_for_re2_together_are_refused_naming_the_rule(app, session, shop):
-    """Each rule compiles alone, but joined into the one matcher every URL meets they are too
-    large for RE2: refused on saving (a 422 naming the rule), never stored to 500 later."""
-    rules = "\n".join(f"re:/{n}.{{1000}}" for n in range(60))
+def test_rules_too_costly_together_are_refused_naming_the_rule(app, session, shop):
+    """Each rule is within the cap, but joined into the one matcher every URL meets they are
+    over it: refused on saving (a 422 naming the rule that tips it), never stored."""
+    rules = "\n".join(f"re:/{n}[a-z]{{300}}" for n in range(10))
     client = sign_in(app, session)
     answer = client.post("/sites/shop/settings", data={"csrf_token": client.csrf,
                                                        "exclude": rules})
     assert answer.status_code == 422
-    assert "together the rules are too large" in answer.text
-    assert "re:/" in answer.text
+    assert "together the rules are too costly to run from this rule on" in answer.text
+    assert "re:/6[a-z]{300}" in answer.text  # the seventh: 7 x 306 instructions pass 2,000
     session.expire_all()
     assert session.get(Site, shop.id).exclude == "/tmp/*\nre:\\.php$"
     assert client.get("/sites/shop/settings").status_code == 200
+
+
+# The probe's rule: 0.3 s to search a path of 2,000 characters; and one just under the cap.
+COSTLY = "re:(a|aa){0,1000}$"
+JUST_UNDER = "re:(a|aa){0,82}$"
+
+
+def test_a_rule_too_costly_to_run_is_refused_naming_it_wherever_rules_are_set(app, session,
+                                                                              shop, runner):
+    """The cost is RE2's program size, which multiplies the time of every search: the probe's
+    rule has twelve times the cap's; one a few instructions under it is taken."""
+    assert compile_rule(JUST_UNDER).programsize <= MAX_RULE_PROGRAM \
+        < compile_rule("re:(a|aa){0,83}$").programsize
+    assert compile_rule(COSTLY).programsize > 10 * MAX_RULE_PROGRAM
+    client = sign_in(app, session)
+    form = client.post("/sites/shop/settings", data={"csrf_token": client.csrf,
+                                                     "exclude": f"/tmp/*\n{COSTLY}"})
+    japanese = client.post("/sites/shop/settings", headers={"Accept-Language": "ja"},
+                           data={"csrf_token": client.csrf, "exclude": COSTLY})
+    user = create_user(session, "cms@example.com", PASSWORD, "editor")
+    _, secret = create_token(session, user, "cms", "write", None)
+    session.commit()
+    api = app.test_client().patch("/api/v1/sites/shop", json={"exclude": [COSTLY]},
+                                  headers={"Authorization": f"Bearer {secret}"})
+    cli = runner.invoke(args=["sites", "set", "shop", f"exclude={COSTLY}"])
+
+    assert form.status_code == 422
+    assert "line 2: is too costly to run: RE2 compiles it to 6004 instructions" in form.text
+    assert "(a|aa){0,1000}$" in form.text
+    assert japanese.status_code == 422 and "実行の負荷が大きすぎます" in japanese.text
+    assert api.status_code == 422
+    [error] = api.get_json()["error"]["errors"]
+    assert error["field"] == "exclude" and COSTLY in error["message"]
+    assert error["rule"].startswith("line 1: is too costly to run")
+    assert cli.exit_code != 0 and COSTLY in cli.output and "too costly" in cli.output
+    session.expire_all()
+    assert session.get(Site, shop.id).exclude == "/tmp/*\nre:\\.php$"
+    update_site(session, shop, {"exclude": JUST_UNDER})
+    assert Rules.of(shop).excluding(SHOP + "aa") == JUST_UNDER
+
+
+def test_an_upsert_that_would_hold_a_web_thread_long_is_refused_before_any_is_checked(
+        app, session, shop):
+    """The costliest rules the caps accept still take tens of milliseconds on a URL of 2,048
+    characters: a request may ask at most MAX_RULE_WORK of them (characters searched times
+    the program size), refused whole beyond it with how many characters fit."""
+    update_site(session, shop, {"exclude": "\n".join(
+        f"re:(?:a|b)*{c}(?:a|b){{480}}(?:x|y)*" for c in "abab")})
+    user = create_user(session, "cms@example.com", PASSWORD, "editor")
+    _, secret = create_token(session, user, "cms", "write", None)
+    session.commit()
+    size = program_size(Rules.of(shop).exclude)
+    fit = MAX_RULE_WORK // (size * 2_000)  # URLs of 2,000 characters
+    client = app.test_client()
+    headers = {"Authorization": f"Bearer {secret}"}
+
+    refused = client.post("/api/v1/sites/shop/urls", headers=headers, json={"urls": [
+        {"loc": f"{SHOP}{n:06d}".ljust(2_000, "x")} for n in range(fit + 1)]})
+    assert refused.status_code == 422
+    [error] = refused.get_json()["error"]["errors"]
+    assert error["field"] == "urls"
+    assert f"URLs of at most {MAX_RULE_WORK // size} characters together" in error["message"]
+    assert live(session) == set()
+    taken = client.post("/api/v1/sites/shop/urls", headers=headers, json={"urls": [
+        {"loc": SHOP + f"p{n}"} for n in range(1000)]})
+    assert taken.status_code == 200 and taken.get_json()["created"] == 1000
+
+
+def test_stored_rules_over_the_cap_still_apply_and_the_settings_page_names_them(app, session,
+                                                                              shop):
+    """Rules saved before the cap are kept as they are, never dropped: they apply, and the
+    settings page says which are over it."""
+    shop.exclude = f"/tmp/*\n{COSTLY}"  # as saved before the cap
+    session.commit()
+    client = sign_in(app, session)
+    page = client.get("/sites/shop/settings")
+    assert page.status_code == 200
+    assert "These rules were saved before their cost was capped" in page.text
+    assert COSTLY in page.text.split("These rules were saved before")[1].split("</strong>")[0]
+    assert Rules.of(shop).excluding(SHOP + "tmp/a") == "/tmp/*"
+    assert Rules.of(shop).excluding(SHOP + "aaaa") == COSTLY
 
 
 def test_alternates_inside_the_site_meet_its_rules(session, shop):

@@ -4,7 +4,7 @@ lines it reports, another origin than the site's, and files that are not well-fo
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from tests.builders import make_site
 from tests.sitemap_schema import NS, parse
@@ -13,6 +13,7 @@ from webapp.models import Url, UrlAlternate, UrlImage
 from webapp.outbound import Policy
 from webapp.sitemaps import get_store
 from webapp.urls import ImportFormatError, import_opened, open_import
+from webapp.urls.sitemap_import import import_sitemap
 
 SHOP = "https://shop.example.com/"
 POLICY = Policy.of({"NOTIFY_TIMEOUT": 1, "OUTBOUND_ALLOW": ""})
@@ -194,3 +195,38 @@ def test_alternates_without_a_return_link_are_named_in_the_import_report(session
     assert warning.startswith("1 hreflang alternates of the site do not list their page back")
     assert f"{SHOP}de/schuhe does not list {SHOP}en/shoes." in warning
     assert "hreflang" not in imported(session, site, shoes()).summary()  # completed: quiet
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("other_sites", [0, 3])
+def test_a_large_import_looks_up_each_loc_in_the_unique_index_not_the_whole_site(session,
+                                                                                  other_sites):
+    """Inside one import's transaction the statistics still describe the site as it was
+    (empty; or absent among other sites' URLs): a batch's lookup of which locs exist must
+    still read about one row per loc, not the whole site, or a 300,000-URL import slows to a
+    crawl as the site fills."""
+    for n in range(other_sites):
+        other = make_site(session, f"Other {n}", f"https://other{n}.example.com/")
+        session.execute(text(
+            "INSERT INTO urls (site_id, change_seq, loc) SELECT :site, n, :base || n "
+            "FROM generate_series(1, 3000) AS n"), {"site": other.id, "base": other.base_url})
+    site = make_site(session)
+    session.execute(text("ANALYZE urls"))  # the statistics without this site's URLs
+    session.execute(text(
+        "INSERT INTO urls (site_id, change_seq, loc) SELECT :site, n, :base || 'page/' || n "
+        "FROM generate_series(1, 30000) AS n"), {"site": site.id, "base": SHOP})
+    entries = "".join(f"  <url><loc>{SHOP}page/{n}</loc></url>\n" for n in range(29001, 31001))
+
+    def rows_read() -> int:
+        return session.scalar(text(
+            "SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) "
+            "FROM pg_stat_xact_user_tables WHERE relid = 'urls'::regclass"))
+
+    before = rows_read()
+    with open_import((HEAD + entries + "</urlset>\n").encode(), "sitemap.xml", site.base_url,
+                     None, POLICY) as opened:
+        report = import_sitemap(session, site, opened)
+    assert (report.added, report.unchanged) == (1000, 1000)
+    # A batch of 2,000 locs is looked up for its rows, its images and alternates and its
+    # videos: a few reads of each loc, against 30,000 rows a read of the site.
+    assert rows_read() - before < 5 * 2000

@@ -12,13 +12,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from numbers import Real
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from webapp.errors import InvalidValue, InvalidValues, Note, each_error
 from webapp.models import Site, Url
 from webapp.news import NewsData
 from webapp.protocol import FIELD_RULES, normalize_url_noting
+from webapp.urls.by_loc import stored_by_loc
 from webapp.urls.children import IN_CHUNK, Children
 from webapp.urls.edit import CheckedUrl, check_url, delete_urls
 from webapp.urls.exclusions import Excluded
@@ -188,9 +188,8 @@ def delete_locs(session: Session, site: Site, locs: Sequence[object]) -> SyncRep
     found: dict[str, int] = {}
     names = list(wanted)
     for start in range(0, len(names), IN_CHUNK):
-        found.update(session.execute(select(Url.loc, Url.id).where(
-            Url.site_id == site.id, Url.deleted_at.is_(None),
-            Url.loc.in_(names[start:start + IN_CHUNK]))).all())
+        found.update(stored_by_loc(session, site.id, names[start:start + IN_CHUNK],
+                                   (Url.loc, Url.id), (Url.deleted_at.is_(None),)))
     report.deleted = delete_urls(session, site, found.values())
     report.not_found = [loc for loc in wanted if loc not in found]
     return report

@@ -11,6 +11,7 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.orm import Session
 
 from webapp.models import Site, Url, UrlAlternate, UrlImage
+from webapp.urls.by_loc import stored_by_loc
 from webapp.urls.csv_rows import Image
 from webapp.urls.video_store import write_videos_by_loc
 from webapp.urls.videos import Video
@@ -55,8 +56,7 @@ def _kept(given: Sequence[Image], stored: list[Image], keep: frozenset[str]) -> 
 
 def _write_some(session: Session, site: Site, urls: Sequence[Children],
                 change_seq: Callable[[], int], keep: frozenset[str]) -> set[str]:
-    ids = dict(session.execute(select(Url.loc, Url.id).where(
-        Url.site_id == site.id, Url.loc.in_([url.loc for url in urls]))).all())
+    ids = dict(stored_by_loc(session, site.id, [url.loc for url in urls], (Url.loc, Url.id)))
     images: dict[int, list[Image]] = defaultdict(list)
     for url_id, *image in session.execute(
             select(UrlImage.url_id, UrlImage.loc, UrlImage.title, UrlImage.caption)

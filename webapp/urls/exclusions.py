@@ -6,8 +6,10 @@ are taken off every URL that does (`strip_params`).
   rule is a glob (`*` any characters, `/` included; `?` one character; `[abc]` one of them)
   that must match the whole path, or `re:` and a regular expression searched in the path.
   Regular expressions are run by RE2 (Python's syntax without backreferences or look-around),
-  whose time is linear in the path's length: no rule can hang an import. Rules are also capped
-  in number and length.
+  whose time is linear in the path's length, times the size of the compiled program at worst:
+  `re:(a|aa){0,1000}$` (6,004 instructions) took 0.3 s for a path of 2,000 characters. So
+  rules are capped in number and length, and in program size, each and together (`check_rule`,
+  `check_together`); what they may cost a web request is capped in rule_cost.
 - `strip_params`: a comma list of globs (`utm_*`, `gclid`); query parameters whose names match
   one (ASCII case ignored) are removed, the others kept in their order.
 
@@ -33,6 +35,11 @@ from webapp.errors import InvalidValue, Note, RuleText, rule_text
 
 MAX_RULES = 100
 MAX_RULE_LENGTH = 300
+# RE2 instructions (`programsize`): a path is searched in time up to its length times these.
+# Globs compile to about 10 each (a hundred of them to 1,021 together), a regular expression
+# of ordinary use to 5 to 40; repeats of alternatives multiply.
+MAX_RULE_PROGRAM = 500
+MAX_RULES_PROGRAM = 2_000
 MAX_PARAMS = 50
 MAX_PARAM_LENGTH = 100
 REGEX = "re:"
@@ -106,13 +113,23 @@ def check_rule(rule: str, field: str = "exclude", line: int | None = None) -> st
             "a glob is matched against the URL's path, so it starts with / or * (e.g. /tmp/*); "
             "write re: before a regular expression")))
     try:
-        compile_rule(rule)
+        size = compile_rule(rule).programsize
     except re2.error as exc:
         reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
         raise InvalidValue(field, rule, where(rule_text(
             "is not a valid regular expression (%(reason)s); the syntax is Python's without "
             "backreferences or look-around (RE2)", reason=str(reason)))) from None
+    if size > MAX_RULE_PROGRAM:
+        raise InvalidValue(field, rule, where(too_costly(size)))
     return rule
+
+
+def too_costly(size: int) -> RuleText:
+    """Why a rule whose RE2 program has `size` instructions is refused."""
+    return rule_text(
+        "is too costly to run: RE2 compiles it to %(size)s instructions, and a rule may have "
+        "at most %(limit)s, since every URL's path is searched with each of them; repeat "
+        "less, e.g. [a-z]+ rather than (a|aa){0,1000}", size=size, limit=MAX_RULE_PROGRAM)
 
 
 def lines_of(value: str | list[str]) -> list[str]:
@@ -140,23 +157,33 @@ def parse_exclude(value: str | list[str]) -> str | None:
 
 
 def check_together(rules: tuple[str, ...], field: str = "exclude") -> None:
-    """Rules that each compile may be too large for RE2 once joined into the one matcher every
-    URL is checked with (`_any_rule`): refused here, naming the rule that tips it over, so that
-    no write of a URL ever meets them."""
-    if not _compiles_together(rules):
+    """Rules that each compile may be too large for RE2, or too costly, once joined into the
+    one matcher every URL is checked with (`_any_rule`): refused here, naming the rule that
+    tips it over, so that no write of a URL ever meets them."""
+    if program_size(rules) is None:
         tipping = next(rule for count, rule in enumerate(rules, start=1)
-                       if not _compiles_together(rules[:count]))
+                       if program_size(rules[:count]) is None)
         raise InvalidValue(field, tipping, rule_text(
             "together the rules are too large: RE2 cannot run them at once from this rule "
             "on; use fewer rules or shorter repeats (such as .{1000})")) from None
+    if program_size(rules) > MAX_RULES_PROGRAM:
+        count, size = next((count, size) for count in range(1, len(rules) + 1)
+                           if (size := program_size(rules[:count])) > MAX_RULES_PROGRAM)
+        raise InvalidValue(field, rules[count - 1], rule_text(
+            "together the rules are too costly to run from this rule on: RE2 compiles them to "
+            "%(size)s instructions, and a site's rules may have at most %(limit)s together, "
+            "since every URL's path is searched with each of them; use fewer rules or repeat "
+            "less", size=size, limit=MAX_RULES_PROGRAM))
 
 
-def _compiles_together(rules: tuple[str, ...]) -> bool:
+def program_size(rules: tuple[str, ...]) -> int | None:
+    """The size of the rules' one matcher, 0 for none; None when RE2 cannot build it."""
+    if not rules:
+        return 0
     try:
-        _any_rule(rules)
+        return _any_rule(rules).programsize
     except re2.error:
-        return False
-    return True
+        return None
 
 
 def show_exclude(value: str | None) -> str:

@@ -16,7 +16,8 @@ from sqlalchemy.orm import Session
 from webapp.errors import InvalidValue, rule_text
 from webapp.models import DismissedWarning, Site, Url, utcnow
 from webapp.urls import hreflang
-from webapp.urls.exclusions import Rules
+from webapp.urls.exclusions import Rules, program_size
+from webapp.urls.rule_cost import MAX_RULE_WORK, searched
 
 HIGH_PRIORITY = 0.8
 
@@ -212,7 +213,8 @@ def excluded_stored(session: Session, site: Site, rules: Rules | None = None,
     """Live URLs stored before the exclusion rules (the site's, or `rules` to try) refused
     them: how many by each rule, and their ids. The rules apply to URLs as they come in;
     these stay published until deleted. Reads the site's locs once (the first `scan` of
-    them when given), a thousand at a time."""
+    them when given, and then no more than a web thread may check: MAX_RULE_WORK), a
+    thousand at a time."""
     rules = Rules.of(site) if rules is None else rules
     counts: Counter[str] = Counter()
     ids: list[int] = []
@@ -222,7 +224,11 @@ def excluded_stored(session: Session, site: Site, rules: Rules | None = None,
     if scan is not None:
         query = query.order_by(Url.id).limit(scan)
     rows = session.execute(query.execution_options(yield_per=1000))
+    chars, size = 0, program_size(rules.exclude) or 0
     for url_id, loc in rows:
+        chars += searched(loc)
+        if scan is not None and chars * size > MAX_RULE_WORK:
+            break
         rule = rules.excluding(loc)
         if rule is not None:
             counts[rule] += 1

@@ -15,6 +15,7 @@ from webapp.errors import InvalidValue
 from webapp.models import Site, Url, UrlAlternate
 from webapp.said import Line, said
 from webapp.urls.bulk import upsert_urls
+from webapp.urls.by_loc import stored_by_loc
 from webapp.urls.edit import scope_of
 
 SHOWN = 20  # pairs named in a warning
@@ -108,9 +109,9 @@ def complete(session: Session, site: Site) -> Completion:
     hrefs = sorted({href for pairs in listed.values() for href in pairs.values()})
     live = set(listed)
     for start in range(0, len(hrefs), _IN_CHUNK):
-        live.update(session.scalars(select(Url.loc).where(
-            Url.site_id == site.id, Url.deleted_at.is_(None),
-            Url.loc.in_(hrefs[start:start + _IN_CHUNK]))))
+        live.update(row.loc for row in stored_by_loc(
+            session, site.id, hrefs[start:start + _IN_CHUNK], (Url.loc,),
+            (Url.deleted_at.is_(None),)))
     clusters = _clusters(listed, live)
     report, items = Completion(), []
     for members in clusters:

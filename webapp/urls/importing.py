@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TextIO
 
-from sqlalchemy import ARRAY, any_, bindparam, func, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -30,6 +30,7 @@ from webapp.errors import InvalidValue, rule_text, said_of
 from webapp.said import Line, english, said, said_plural, verbatim
 from webapp.models import Site, Url
 from webapp.protocol import FIELD_RULES
+from webapp.urls.by_loc import stored_by_loc
 from webapp.urls.changes import count_live, hold_site, next_change_seq
 from webapp.verify.publishing import counts_as_change
 from webapp.urls.children import Children, write_children
@@ -379,15 +380,8 @@ def write_batch(session: Session, site: Site, columns: tuple[str, ...],
     """
     last_id_before = report.hold_site(session, site.id)
     connection = session.connection()
-    if connection.dialect.name == "postgresql":
-        # One array parameter: thousands of IN parameters cost PostgreSQL more to plan than
-        # the lookup itself.
-        wanted = Url.loc == any_(bindparam("locs", list(batch), type_=ARRAY(Url.loc.type)))
-    else:
-        wanted = Url.loc.in_(list(batch))
-    existing = {row.loc: row for row in connection.execute(
-        select(Url.id, Url.loc, Url.deleted_at, *(getattr(Url, name) for name in COLUMNS[1:]))
-        .where(Url.site_id == site.id, wanted))}
+    existing = {row.loc: row for row in stored_by_loc(session, site.id, batch, (
+        Url.id, Url.loc, Url.deleted_at, *(getattr(Url, name) for name in COLUMNS[1:])))}
     positions = [(columns.index(name) if name in columns else None) for name in COLUMNS]
     inserts, updates = [], []
 

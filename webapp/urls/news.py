@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from webapp.errors import InvalidValue, Note, rule_text
 from webapp.models import Site, Url, UrlNews
 from webapp.news import NEWS_NS, NewsData, check_news
+from webapp.urls.by_loc import stored_by_loc
 from webapp.urls.changes import next_change_seq
 from webapp.urls.children import IN_CHUNK
 
@@ -31,8 +32,7 @@ def write_news(session: Session, site: Site, given: Mapping[str, NewsData | None
 
 def _write_some(session: Session, site: Site, given: Mapping[str, NewsData | None],
                 change_seq: Callable[[], int]) -> set[str]:
-    ids = dict(session.execute(select(Url.loc, Url.id).where(
-        Url.site_id == site.id, Url.loc.in_(list(given)))).all())
+    ids = dict(stored_by_loc(session, site.id, list(given), (Url.loc, Url.id)))
     stored = {url_id: NewsData(date, title) for url_id, date, title in session.execute(
         select(UrlNews.url_id, UrlNews.publication_date, UrlNews.title)
         .where(UrlNews.url_id.in_(list(ids.values()))))}

@@ -11,6 +11,7 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.orm import Session
 
 from webapp.models import Site, Url, UrlVideo
+from webapp.urls.by_loc import stored_by_loc
 from webapp.urls.changes import next_change_seq
 from webapp.urls.videos import VIDEO_FIELDS, Video
 
@@ -57,8 +58,7 @@ def write_videos_by_loc(session: Session, site: Site, videos: Mapping[str, Seque
     seq = None
     for start in range(0, len(locs), IN_CHUNK):
         some = locs[start:start + IN_CHUNK]
-        ids = dict(session.execute(select(Url.loc, Url.id).where(
-            Url.site_id == site.id, Url.loc.in_(some))).all())
+        ids = dict(stored_by_loc(session, site.id, some, (Url.loc, Url.id)))
         stored = videos_of(session, ids.values())
         replaced = {ids[loc]: videos[loc] for loc in some
                     if stored.get(ids[loc], []) != list(videos[loc])}

@@ -10,7 +10,9 @@ from webapp.db import get_session
 from webapp.models import Url
 from webapp.urls import (
     MAX_ITEMS,
+    Rules,
     SyncReport,
+    check_work,
     delete_locs,
     hreflang,
     starting_with,
@@ -85,6 +87,8 @@ def urls_upsert(slug):
     body = _envelope("urls")
     session = get_session()
     items = _items(body, "urls")
+    check_work(Rules.of(site).exclude, [item.get("loc") for item in items
+                                        if isinstance(item, dict)], "urls")
     report = upsert_urls(session, site, items)
     unreturned = hreflang.unreturned_among(
         session, site, [item.get("loc") for item in items if isinstance(item, dict)])

@@ -21,7 +21,7 @@ from webapp.errors import InvalidValue, NotAllowed, each_error
 from webapp.models import Site, utcnow
 from webapp.protocol import origin
 from webapp.sitemaps import get_store, sectioned
-from webapp.urls import health
+from webapp.urls import Rules, health, over_cost
 from webapp.sites import SETTINGS, site_settings, update_site
 from webapp.views.auth import demand, require
 from webapp.views.dashboard import bp, load_site
@@ -54,6 +54,7 @@ def _page(site: Site, values: dict, errors: dict[str, str], picker: dict[str, st
         robots_preview=robots, sitemap_line=f"Sitemap: {site.sitemap_url}" in robots,
         account=site.service_account, key_location=notify.indexnow.key_location(site),
         excluded_stored=health.excluded_stored(get_session(), site, scan=health.EXCLUDED_SCAN)[0],
+        costly_rules=over_cost(Rules.of(site).exclude),
         section_counts=_section_counts(site), **panels), status
 
 
