@@ -18,6 +18,7 @@ session    the guarded requests session the blocking requests use
 send       send, fetch, get_page: one blocking request each
 token      google-auth's transport for Search Console's access token
 crawler    Crawler: verification's kept-alive requests on asyncio, framed by h11
+network_time  the deadline of a crawler's request, on the network's time
 """
 
 from webapp.outbound.answers import (
