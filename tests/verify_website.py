@@ -2,8 +2,8 @@
 change, redirect chains, 404/410/500, noindex by header and by meta, canonical elsewhere,
 robots.txt disallows, a slow page, a redirect that leaves the site, pages in Shift_JIS and
 EUC-JP, a PDF with validators, and any path made to redirect (`moved`: robots.txt's own
-redirects; its rules are at /config/robots.txt too). Every request is logged (method, path, headers) so that tests
-can assert what the verifier asked for, and never asked for.
+redirects; its rules are at /config/robots.txt too). Every request is logged (method, path,
+headers) so that tests can assert what the verifier asked for, and never asked for.
 
 The site lives under /site/; /robots.txt is at the root; /outside/ is beyond the site's scope.
 """
