@@ -170,3 +170,16 @@ def test_a_redirect_to_an_address_not_allowed_is_refused_and_nothing_is_fetched(
     note = english([summary.note])
     assert "127.0.0.2" in note and "a loopback address" in note and "OUTBOUND_ALLOW" in note
     assert web.paths() == ["/robots.txt"]
+
+
+def test_robots_txt_past_500_kib_is_read_up_to_it(app, session, engine):
+    """Google reads a robots.txt's first 500 KiB and ignores the rest; a line cut there is no
+    rule (cut, `Disallow: /private/` could read `Disallow: /`)."""
+    head = "User-agent: *\nDisallow: /site/private/\n"
+    filler = "#" * ((500 << 10) - len(head) - 12) + "\n"
+    engine.expect_request("/robots.txt").respond_with_data(
+        head + filler + "Disallow: /site/everything\nDisallow: /\n", content_type="text/plain")
+    engine.expect_request("/site/a").respond_with_data("<p>a</p>", content_type="text/html")
+    site = _site(session, engine.url_for("/site/"), pages=("a", "private/b"))
+    assert verify_site(app, site.id).counts == {"ok": 1, "blocked": 1}
+    assert checks(session, site)["private/b"].outcome == "blocked"
