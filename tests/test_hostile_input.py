@@ -12,7 +12,6 @@ No clock threshold: a busy machine slows both sizes alike.
 from __future__ import annotations
 
 import gc
-import importlib
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from webapp.discover import pages as discover_pages
 from webapp.discover.robots import Robots as DiscoverRobots
 from webapp.errors import InvalidValue
 from webapp.outbound import Page, Policy, excerpt, retry_after_seconds
+from webapp.outbound import robots as outbound_robots
 from webapp.outbound import urls as outbound_urls
 from webapp.outbound.crawler import MAX_HEAD, _headers
 from webapp.urls import sitemap_reader
@@ -33,7 +33,6 @@ from webapp.verify import page as verify_page
 from webapp.verify.robots import Robots as VerifyRobots
 from webapp.verify.robots import _rules
 
-outbound_robots = importlib.import_module("webapp.outbound.robots_txt")  # not the function
 FOUR_TIMES = 8  # the most t(4n) / t(n) may be: 4 is linear, 16 quadratic
 ENOUGH = 0.005  # seconds the small input's calls must take, so that noise is small beside it
 

@@ -1,5 +1,5 @@
 """A site's robots.txt, fetched through the outbound rules (its redirects followed for five
-hops: webapp.outbound.robots_txt) and read by the standard library's parser: what a discovery
+hops: webapp.outbound.robots) and read by the standard library's parser: what a discovery
 crawl may fetch, and how long it should pause between requests."""
 
 from __future__ import annotations

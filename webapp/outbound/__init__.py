@@ -9,7 +9,7 @@ that says whether a retry can help. Use the names below; the modules are this pa
   has its connection shut when the time is up (guard, crawler).
 - Redirects are never followed, a user name or password in a URL is refused, proxies and
   credentials from the environment are ignored, and what is read of an answer is capped.
-  robots.txt's redirects are followed hop by hop (robots_txt), each hop a request under these
+  robots.txt's redirects are followed hop by hop (robots), each hop a request under these
   rules, as RFC 9309 asks.
 
 guard      where a request may go and for how long (Policy, the address check, the deadline)
@@ -21,7 +21,7 @@ send       send, fetch, get_page: one blocking request each
 token      google-auth's transport for Search Console's access token
 crawler    Crawler: verification's kept-alive requests on asyncio, framed by h11
 network_time the deadline of a crawler's request, on the network's time
-robots_txt   a site's robots.txt: up to five redirects, and what its answer means
+robots     a site's robots.txt: up to five redirects, and what its answer means
 """
 
 from webapp.outbound.answers import (
@@ -38,7 +38,7 @@ from webapp.outbound.answers import (
 )
 from webapp.outbound.crawler import Crawler
 from webapp.outbound.guard import Address, Network, Policy, refusal
-from webapp.outbound.robots_txt import RobotsTxt, robots_txt, robots_txt_via
+from webapp.outbound.robots import RobotsTxt, robots_txt, robots_txt_via
 from webapp.outbound.send import fetch, get_page, send
 from webapp.outbound.token import MAX_TOKEN_REPLY, token_transport
 from webapp.outbound.urls import address, endpoint_check, is_http_url

@@ -2,7 +2,7 @@
 disallows is not fetched.
 
 The answer is read as Google documents ("How Google interprets the robots.txt
-specification"; webapp.outbound.robots_txt): redirects followed for five hops; 2xx, the
+specification"; webapp.outbound.robots): redirects followed for five hops; 2xx, the
 rules; 4xx other than 429 (or a chain of redirects given up on), no file, so everything is
 allowed; 5xx and 429, a server error, so everything is disallowed for now (Google starts so
 too, and only after 30 days of errors falls back to a cached copy or to allowing all: a run
