@@ -74,11 +74,16 @@ class SlowPage:
         return Response("late", content_type="text/html")
 
 
-def serve(server: HTTPServer, slow: SlowPage | None = None) -> str:
-    """Register the website on `server`; its base URL (`<origin>/site/`)."""
+def serve(server: HTTPServer, slow: SlowPage | None = None, robots_hops: int = 0) -> str:
+    """Register the website on `server`; its base URL (`<origin>/site/`). With `robots_hops`,
+    /robots.txt is that many 301s from its rules (/robots.txt, /hop/1, ... /config/robots.txt)."""
     origin = f"http://127.0.0.1:{server.port}"
     other_host = f"http://localhost:{server.port}"
-    server.expect_request("/robots.txt").respond_with_data(
+    chain = ["/robots.txt", *(f"/hop/{n}" for n in range(1, robots_hops)), "/config/robots.txt"]
+    for path, target in zip(chain, chain[1:]) if robots_hops else ():
+        server.expect_request(path).respond_with_response(
+            Response(status=301, headers={"Location": target}))
+    server.expect_request(chain[-1] if robots_hops else "/robots.txt").respond_with_data(
         "User-agent: *\nDisallow: /site/private/\n", content_type="text/plain")
     for path, body in pages(origin).items():
         server.expect_request(path).respond_with_data(body, content_type="text/html; charset=utf-8")

@@ -284,6 +284,49 @@ def test_a_nul_in_a_canonical_or_redirect_target_does_not_end_the_crawl(app, ses
     session.commit()
     report = discover.crawl(app, site.id, discover.Limits(max_pages=5, max_depth=2,
                                                           max_minutes=1))
-    assert report.fetched == 3
+    # /, /next, /moved, and the canonical: HTML reads a NUL in a value as U+FFFD (libxml2
+    # does), so the canonical is /a%EF%BF%BDb, a page of the site
+    assert report.fetched == 4
+    assert "/a\ufffdb" in website.requested(engine)
     notes = [note for _, _, note in states(session, site).values() if note]
     assert notes and all("\x00" not in note and len(note) <= 2048 for note in notes)
+
+
+# robots.txt that redirects (RFC 9309 section 2.3.1.2; Google: five hops, then as a 404)
+
+
+@pytest.mark.parametrize("hops", [1, 5])
+def test_robots_txt_that_redirects_is_followed_and_its_rules_kept(app, session, engine, hops):
+    base = website.serve(engine, robots_hops=hops)
+    site = make_site(session, "Site", base)
+    report = discover.crawl(app, site.id, LIMITS)
+    assert report.robots is None and report.new > 0
+    assert states(session, site)["private/secret"][0] == "disallowed"
+    asked = website.requested(engine)
+    assert asked[:hops + 1] == ["/robots.txt", *(f"/hop/{n}" for n in range(1, hops)),
+                                "/config/robots.txt"]
+    assert "/site/private/secret" not in asked
+
+
+def test_more_than_five_robots_txt_redirects_read_as_no_robots_txt(app, session, engine):
+    """Google follows five hops, then reads robots.txt as a 404: everything is allowed."""
+    base = website.serve(engine, robots_hops=6)
+    site = make_site(session, "Site", base)
+    report = discover.crawl(app, site.id, LIMITS)
+    assert report.robots is None
+    asked = website.requested(engine)
+    assert asked[:6] == ["/robots.txt", *(f"/hop/{n}" for n in range(1, 6))]
+    assert "/config/robots.txt" not in asked and "/site/private/secret" in asked
+
+
+def test_a_robots_txt_redirect_to_an_address_not_allowed_is_refused(app, session, engine):
+    from werkzeug import Response
+    engine.expect_request("/robots.txt").respond_with_response(Response(
+        status=301, headers={"Location": f"http://127.0.0.2:{engine.port}/robots.txt"}))
+    engine.expect_request("/site/").respond_with_data("<a href='/site/a'>a</a>",
+                                                      content_type="text/html")
+    site = make_site(session, "Site", f"http://127.0.0.1:{engine.port}/site/")
+    report = discover.crawl(app, site.id, LIMITS)
+    reason = english([report.robots])
+    assert "127.0.0.2" in reason and "a loopback address" in reason
+    assert website.requested(engine) == ["/robots.txt"]

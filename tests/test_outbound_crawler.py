@@ -13,6 +13,7 @@ import socket
 import ssl
 import sys
 import threading
+import time
 import zlib
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -418,3 +419,56 @@ def test_a_head_that_grows_past_its_limit_is_refused_without_waiting_for_the_dea
 def test_a_user_agent_that_would_end_its_line_is_refused():
     with pytest.raises(ValueError, match="User-Agent"):
         Crawler(Policy(5, LOCAL), "agent\r\nX-Evil: 1")
+
+
+# The deadline is the network's time
+
+
+def _held_past_the_deadline(reply, timeout: float = 0.5):
+    """One request under `timeout`, the loop held (as reading a page on it holds it) from
+    the moment the peer was asked until three times the deadline has passed; the peer
+    replies once the loop is held. What the request gave (a Page or an OutboundError)."""
+    held = threading.Event()
+
+    def once_held(*args):
+        held.wait(10)
+        return reply(*args)
+
+    async def scenario():
+        async with Crawler(Policy(timeout, LOCAL), "test-agent") as client:
+            asking = asyncio.ensure_future(client.request("GET", f"{peer.url}/x"))
+            while not peer.log:
+                await asyncio.sleep(0.01)
+            held.set()
+            until = time.monotonic() + 3 * timeout
+            while time.monotonic() < until:  # nothing else runs on the loop meanwhile
+                pass
+            try:
+                return await asking
+            except OutboundError as exc:
+                return exc
+
+    with Peer(once_held) as peer:
+        return asyncio.run(scenario())
+
+
+def test_an_answer_that_arrived_while_the_loop_was_held_is_read_not_cut_off():
+    """Verification reads each page on the loop its requests run on: a page that holds it
+    past other requests' deadlines must not make their answers "no answer"."""
+    got = _held_past_the_deadline(lambda *_: answer(200, b"here"))
+    assert not isinstance(got, OutboundError), got.meaning
+    assert (got.status, got.body) == (200, b"here")
+
+
+def test_a_peer_that_does_not_answer_is_still_cut_off_after_the_loop_was_held():
+    release = threading.Event()
+
+    def never(*_):
+        release.wait(10)
+        return None
+
+    try:
+        got = _held_past_the_deadline(never)
+    finally:
+        release.set()
+    assert isinstance(got, OutboundError) and "no answer within 0.5 s" in got.meaning

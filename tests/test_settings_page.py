@@ -703,3 +703,22 @@ def test_the_pages_read_in_japanese_plurals_too(app, as_role, session, shop):  #
     assert ">IndexNow で通知する</label>" in settings and "次の 3 回の実行:" in settings
     assert "現在公開中: 1 ファイル:" in viewer.get("/sites/shop/publish", headers=japanese).text
     assert "サイトを作成" in as_role("editor").get("/sites/new", headers=japanese).text
+
+
+@pytest.mark.parametrize("reply", ["token", "listing"])
+def test_an_answer_nested_past_pythons_depth_is_said_not_a_500(connected, engine, reply):
+    """JSON nested deeper than Python's recursion limit raises RecursionError, not ValueError:
+    an engine's answer like that is one it did not give, in words."""
+    deep = "[" * 60_000
+    token = {"access_token": "token-9", "expires_in": 3600, "token_type": "Bearer"}
+    if reply == "token":
+        engine.expect_request("/token", method="POST").respond_with_data(
+            deep, content_type="application/json")
+    else:
+        engine.expect_request("/token", method="POST").respond_with_json(token)
+        engine.expect_request("/webmasters/v3/sites", method="GET").respond_with_data(
+            deep, content_type="application/json")
+    answer = post(connected, "/sites/shop/search-console-key/test")
+    assert answer.status_code == 200
+    result = re.search(r'id="gsc-test">(.*?)</div>', answer.text, re.S).group(1)
+    assert "Not connected" in result

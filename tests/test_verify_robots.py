@@ -10,6 +10,7 @@ import socket
 import pytest
 from werkzeug import Response
 
+from tests import verify_website as test_website
 from tests.builders import make_site
 from tests.test_verify import checks
 from webapp.models import Url
@@ -98,3 +99,87 @@ def test_robots_without_rules_allow_what_the_parser_allows(text):
         robots = Robots(_rules(text.splitlines()), agent)
         for url in ("https://a/", "https://a/private/x", "https://a/p?q=1"):
             assert robots.allowed(url) == robots.parser.can_fetch(agent, url), (agent, url)
+
+
+# robots.txt that redirects (RFC 9309 section 2.3.1.2; Google: five hops, then as a 404)
+
+
+@pytest.fixture(scope="module")
+def served():
+    with test_website.serve() as site:
+        yield site
+
+
+@pytest.fixture
+def web(served):
+    served.reset()
+    return served
+
+
+def _hops(web, count: int) -> None:
+    """/robots.txt made `count` 301s from its rules: /robots.txt, /hop/1, ... /config/robots.txt."""
+    chain = ["/robots.txt", *(f"/hop/{n}" for n in range(1, count)), "/config/robots.txt"]
+    web.moved.update(zip(chain, chain[1:]))
+
+
+@pytest.mark.parametrize("count", [1, 5])
+def test_robots_txt_that_redirects_is_followed_and_its_rules_kept(app, session, web, count):
+    _hops(web, count)
+    site = _site(session, f"{web.base}/site/", pages=("", "private/page"))
+    summary = verify_site(app, site.id)
+    assert {name: check.outcome for name, check in checks(session, site).items()} == {
+        "": "ok", "private/page": "blocked"}
+    assert summary.note is None
+    assert "/site/private/page" not in web.paths()
+    assert web.paths()[:count + 1] == ["/robots.txt", *(f"/hop/{n}" for n in range(1, count)),
+                                       "/config/robots.txt"]
+
+
+def test_robots_txt_on_another_host_is_the_one_used(app, session, web, engine):
+    engine.expect_request("/robots.txt").respond_with_data(
+        "User-agent: *\nDisallow: /site/private/\n", content_type="text/plain")
+    web.moved["/robots.txt"] = engine.url_for("/robots.txt")  # another port: another authority
+    site = _site(session, f"{web.base}/site/", pages=("", "private/page"))
+    verify_site(app, site.id)
+    assert checks(session, site)["private/page"].outcome == "blocked"
+    assert "/site/private/page" not in web.paths()
+    assert [request.path for request, _ in engine.log] == ["/robots.txt"]
+
+
+def test_more_than_five_redirects_or_a_loop_read_as_no_robots_txt(app, session, web):
+    """Google follows five hops, then reads robots.txt as a 404: everything is allowed."""
+    _hops(web, 6)
+    site = _site(session, f"{web.base}/site/", pages=("private/page",))
+    assert verify_site(app, site.id).counts == {"ok": 1}
+    assert web.paths()[:6] == ["/robots.txt", *(f"/hop/{n}" for n in range(1, 6))]
+    assert "/config/robots.txt" not in web.paths()  # the sixth redirect is not followed
+
+    web.reset()
+    web.moved.update({"/robots.txt": "/hop/1", "/hop/1": "/robots.txt"})
+    assert verify_site(app, site.id).counts == {"ok": 1}
+    assert web.paths() == ["/robots.txt", "/hop/1", "/site/private/page"]
+
+
+def test_a_redirect_to_an_address_not_allowed_is_refused_and_nothing_is_fetched(app, session,
+                                                                               web):
+    port = web.base.rsplit(":", 1)[1]
+    web.moved["/robots.txt"] = f"http://127.0.0.2:{port}/robots.txt"  # not in OUTBOUND_ALLOW
+    site = _site(session, f"{web.base}/site/", pages=("", "private/page"))
+    summary = verify_site(app, site.id)
+    assert summary.counts == {"unreachable": 2}
+    note = english([summary.note])
+    assert "127.0.0.2" in note and "a loopback address" in note and "OUTBOUND_ALLOW" in note
+    assert web.paths() == ["/robots.txt"]
+
+
+def test_robots_txt_past_500_kib_is_read_up_to_it(app, session, engine):
+    """Google reads a robots.txt's first 500 KiB and ignores the rest; a line cut there is no
+    rule (cut, `Disallow: /private/` could read `Disallow: /`)."""
+    head = "User-agent: *\nDisallow: /site/private/\n"
+    filler = "#" * ((500 << 10) - len(head) - 12) + "\n"
+    engine.expect_request("/robots.txt").respond_with_data(
+        head + filler + "Disallow: /site/everything\nDisallow: /\n", content_type="text/plain")
+    engine.expect_request("/site/a").respond_with_data("<p>a</p>", content_type="text/html")
+    site = _site(session, engine.url_for("/site/"), pages=("a", "private/b"))
+    assert verify_site(app, site.id).counts == {"ok": 1, "blocked": 1}
+    assert checks(session, site)["private/b"].outcome == "blocked"

@@ -1,8 +1,9 @@
 """A small website for verification tests, served on 127.0.0.1 by the test suite: pages that
 change, redirect chains, 404/410/500, noindex by header and by meta, canonical elsewhere,
 robots.txt disallows, a slow page, a redirect that leaves the site, pages in Shift_JIS and
-EUC-JP, a PDF with validators. Every request is logged (method, path, headers) so that tests
-can assert what the verifier asked for, and never asked for.
+EUC-JP, a PDF with validators, and any path made to redirect (`moved`: robots.txt's own
+redirects; its rules are at /config/robots.txt too). Every request is logged (method, path,
+headers) so that tests can assert what the verifier asked for, and never asked for.
 
 The site lives under /site/; /robots.txt is at the root; /outside/ is beyond the site's scope.
 """
@@ -41,6 +42,7 @@ class Website:
     release_slow: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
     base: str = ""
+    moved: dict[str, str] = field(default_factory=dict)  # path -> where a 301 sends it
 
     def paths(self, method: str | None = None) -> list[str]:
         return [entry["path"] for entry in self.log if method in (None, entry["method"])]
@@ -49,6 +51,7 @@ class Website:
         with self.lock:
             self.log.clear()
             self.most_in_flight = 0
+            self.moved.clear()
 
     def __call__(self, environ, start_response):
         request = Request(environ)
@@ -72,7 +75,9 @@ class Website:
 
     def answer(self, request: Request) -> Response:
         path = request.path
-        if path == "/robots.txt":
+        if path in self.moved:
+            return Response(status=301, headers={"Location": self.moved[path]})
+        if path in ("/robots.txt", "/config/robots.txt"):
             return Response(ROBOTS, content_type="text/plain")
         if path == "/site/":
             return self.html(f"<title>Home</title><script>var nonce={self.stamp};</script>"

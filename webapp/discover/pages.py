@@ -6,10 +6,12 @@ from __future__ import annotations
 import codecs
 import re
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
 from urllib.parse import urljoin
 
-_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9._:\-]+)""", re.I)
+from lxml import etree
+
+# A scan stops at the next `<`: linear on a page of `<meta` without `>` (test_hostile_input.py).
+_META_CHARSET = re.compile(rb"""<meta[^<>]+charset\s*=\s*["']?([A-Za-z0-9._:\-]+)""", re.I)
 _HEADER_CHARSET = re.compile(r"charset\s*=\s*[\"']?([A-Za-z0-9._:\-]+)", re.I)
 
 
@@ -42,37 +44,49 @@ class PageLinks:
     noindex: bool = False
 
 
-class _Reader(HTMLParser):
-    def __init__(self, base: str):
-        super().__init__(convert_charrefs=True)
-        self.base, self.found = base, PageLinks()
+# libxml2's HTML parser: its time grows with the page's length. The standard library's
+# html.parser does not: a page of `<a href="` repeated took a minute for 180 KB
+# (tests/test_hostile_input.py).
+_PARSER = etree.HTMLParser(remove_comments=True, remove_pis=True)
+# An XML declaration, which lxml refuses in a str; one never closed too (libxml2 takes the
+# square of the time of the white space after it: webapp.verify.page).
+_XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*>?")
+_FOLLOWED = ("base", "a", "link", "meta")
 
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        values = {name: (value or "") for name, value in attrs}
-        rel = set(values.get("rel", "").lower().split())
-        href = values.get("href", "").strip()
-        if tag == "base" and href:
-            self.base = urljoin(self.base, href)
-        elif tag == "a" and href and "nofollow" not in rel:
-            self.found.links.append(urljoin(self.base, href))
-        elif tag == "link" and href and "alternate" in rel and values.get("hreflang"):
-            self.found.alternates.append(urljoin(self.base, href))
-        elif tag == "link" and href and "canonical" in rel and self.found.canonical is None:
-            self.found.canonical = urljoin(self.base, href)
-        elif tag == "meta" and values.get("name", "").lower() in ("robots", "googlebot"):
-            directives = {part.strip() for part in values.get("content", "").lower().split(",")}
-            self.found.nofollow |= bool({"nofollow", "none"} & directives)
-            self.found.noindex |= bool({"noindex", "none"} & directives)
+
+def _tree(content_type: str, body: bytes) -> etree._Element | None:
+    text = _XML_DECLARATION.sub("", body.decode(charset(content_type, body), "replace"))
+    if not text.strip():
+        return None
+    try:
+        return etree.fromstring(text, _PARSER)
+    except (etree.ParserError, ValueError):
+        return None
 
 
 def read_page(url: str, content_type: str, body: bytes,
               robots_header: str = "") -> PageLinks:
     """The links, alternates, canonical and robots directives of an HTML page at `url`
     (relative links resolved against it, or its `<base href>`)."""
-    reader = _Reader(url)
-    reader.feed(body.decode(charset(content_type, body), "replace"))
-    reader.close()
-    found = reader.found
+    found, base = PageLinks(), url
+    tree = _tree(content_type, body)
+    for element in tree.iter(*_FOLLOWED) if tree is not None else ():
+        tag = element.tag
+        rel = set((element.get("rel") or "").lower().split())
+        href = (element.get("href") or "").strip()
+        if tag == "base" and href:
+            base = urljoin(base, href)
+        elif tag == "a" and href and "nofollow" not in rel:
+            found.links.append(urljoin(base, href))
+        elif tag == "link" and href and "alternate" in rel and element.get("hreflang"):
+            found.alternates.append(urljoin(base, href))
+        elif tag == "link" and href and "canonical" in rel and found.canonical is None:
+            found.canonical = urljoin(base, href)
+        elif tag == "meta" and (element.get("name") or "").lower() in ("robots", "googlebot"):
+            directives = {part.strip() for part in (element.get("content") or "").lower()
+                          .split(",")}
+            found.nofollow |= bool({"nofollow", "none"} & directives)
+            found.noindex |= bool({"noindex", "none"} & directives)
     header = {part.strip() for part in robots_header.lower().split(",")}
     found.nofollow |= bool({"nofollow", "none"} & header)
     found.noindex |= bool({"noindex", "none"} & header)

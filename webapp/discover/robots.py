@@ -1,11 +1,12 @@
-"""A site's robots.txt, fetched through the outbound rules and read by the standard library's
-parser: what a discovery crawl may fetch, and how long it should pause between requests."""
+"""A site's robots.txt, fetched through the outbound rules (its redirects followed for five
+hops: webapp.outbound.robots) and read by the standard library's parser: what a discovery
+crawl may fetch, and how long it should pause between requests."""
 
 from __future__ import annotations
 
 from urllib.robotparser import RobotFileParser
 
-from webapp.outbound import MAX_BODY, OutboundError, Policy, get_page, plain_reason
+from webapp.outbound import Policy, plain_reason, robots_txt
 from webapp.protocol import origin
 from webapp.said import Line, said
 
@@ -15,8 +16,9 @@ MAX_CRAWL_DELAY = 10.0  # seconds: a larger Crawl-delay is honoured as this
 
 
 class Robots:
-    """The rules for one origin. A missing robots.txt (4xx) allows everything; one that
-    cannot be read (5xx, no answer) forbids everything, as search engines do."""
+    """The rules for one origin. A missing robots.txt (4xx, redirects given up on) allows
+    everything; one that cannot be read (5xx, 429, no answer) forbids everything, as search
+    engines do."""
 
     def __init__(self, parser: RobotFileParser | None, reason: Line | None = None):
         self.parser, self.reason = parser, reason
@@ -33,17 +35,15 @@ class Robots:
 
 def load_robots(site_url: str, policy: Policy) -> Robots:
     """The robots.txt at the root of `site_url`'s origin."""
-    url = origin(site_url) + "/robots.txt"
-    try:
-        page = get_page(url, policy, max_bytes=MAX_BODY, user_agent=USER_AGENT)
-    except OutboundError as exc:
+    found = robots_txt(origin(site_url), policy, USER_AGENT)
+    if found.kind == "no answer":
         return Robots(None, said("%(url)s did not answer (%(reason)s): nothing is fetched",
-                                 url=url, reason=plain_reason(exc)))
-    if 400 <= page.status < 500:
+                                 url=found.at, reason=plain_reason(found.error)))
+    if found.kind == "server error":
+        return Robots(None, said("%(url)s answered %(status)s: nothing is fetched",
+                                 url=found.at, status=found.status))
+    if found.kind == "none":
         return Robots(None)
-    if page.status != 200:
-        return Robots(None, said("%(url)s answered %(status)s: nothing is fetched", url=url,
-                                 status=page.status))
-    parser = RobotFileParser(url)
-    parser.parse(page.body.decode("utf-8", "replace").splitlines())
+    parser = RobotFileParser(found.url)
+    parser.parse(list(found.lines))
     return Robots(parser)

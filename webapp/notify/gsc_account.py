@@ -220,6 +220,9 @@ def refresh(account: service_account.Credentials, config: Mapping) -> None:
     except google.auth.exceptions.TransportError as exc:
         raise OutboundError(_("could not get an access token: %(reason)s; will try again",
                               reason=str(exc).removesuffix("; will try again"))) from None
+    except (ValueError, RecursionError):  # not JSON, or JSON nested past Python's depth
+        raise OutboundError(_refusal(google.auth.exceptions.RefreshError()),
+                            permanent=True) from None
 
 
 def _refusal(exc: google.auth.exceptions.RefreshError) -> str:
@@ -266,7 +269,7 @@ def test_connection(site: Site, config: Mapping) -> tuple[str, list[Property]]:
     except OutboundError as exc:
         raise AccountProblem(_("The token exchange worked, but Search Console's list of "
                                "properties failed: %(reason)s.", reason=_plain(exc))) from None
-    except (ValueError, AttributeError, RecursionError):
+    except (ValueError, AttributeError, RecursionError):  # RecursionError: nested too deep
         raise AccountProblem(_("The token exchange worked, but %(url)s did not answer with "
                                "Search Console's list of properties.", url=url)) from None
     return account.service_account_email, sorted(

@@ -9,6 +9,8 @@ that says whether a retry can help. Use the names below; the modules are this pa
   has its connection shut when the time is up (guard, crawler).
 - Redirects are never followed, a user name or password in a URL is refused, proxies and
   credentials from the environment are ignored, and what is read of an answer is capped.
+  robots.txt's redirects are followed hop by hop (robots), each hop a request under these
+  rules, as RFC 9309 asks.
 
 guard      where a request may go and for how long (Policy, the address check, the deadline)
 urls       which URLs can be sent to, and how one is read
@@ -18,6 +20,8 @@ session    the guarded requests session the blocking requests use
 send       send, fetch, get_page: one blocking request each
 token      google-auth's transport for Search Console's access token
 crawler    Crawler: verification's kept-alive requests on asyncio, framed by h11
+network_time the deadline of a crawler's request, on the network's time
+robots     a site's robots.txt: up to five redirects, and what its answer means
 """
 
 from webapp.outbound.answers import (
@@ -34,11 +38,13 @@ from webapp.outbound.answers import (
 )
 from webapp.outbound.crawler import Crawler
 from webapp.outbound.guard import Address, Network, Policy, refusal
+from webapp.outbound.robots import RobotsTxt, robots_txt, robots_txt_via
 from webapp.outbound.send import fetch, get_page, send
 from webapp.outbound.token import MAX_TOKEN_REPLY, token_transport
 from webapp.outbound.urls import address, endpoint_check, is_http_url
 
 __all__ = ["EXCERPT", "MAX_BODY", "MAX_TOKEN_REPLY", "RETRYABLE", "USER_AGENT", "Address",
-           "Answer", "Crawler", "Network", "OutboundError", "Page", "Policy", "address",
-           "endpoint_check", "excerpt", "fetch", "get_page", "is_http_url", "plain_reason",
-           "refusal", "retry_after_seconds", "send", "token_transport"]
+           "Answer", "Crawler", "Network", "OutboundError", "Page", "Policy", "RobotsTxt",
+           "address", "endpoint_check", "excerpt", "fetch", "get_page", "is_http_url",
+           "plain_reason", "refusal", "retry_after_seconds", "robots_txt", "robots_txt_via",
+           "send", "token_transport"]

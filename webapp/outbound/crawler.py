@@ -16,6 +16,7 @@ import h11
 
 from webapp.outbound.answers import OutboundError, Page, failure, not_a_url
 from webapp.outbound.guard import Policy, refused
+from webapp.outbound.network_time import Deadline, Held
 from webapp.outbound.urls import host_header, parts
 
 # The most an answer's status line and headers may take (h11's default is 16 KB; some sites
@@ -106,13 +107,16 @@ class _Headers(dict):
 
 
 def _headers(pairs: h11.Headers) -> _Headers:
-    found = _Headers()
+    values: dict[str, list[str]] = {}
     # raw_items: one list (iterating the Sequence itself costs a call per item); folded
-    # lines are joined by h11
+    # lines are joined by h11. A name sent many times is joined once, at the end: joined
+    # line by line, a head of many short lines would cost its length squared.
     for raw_name, raw_value in pairs.raw_items():
-        name, value = raw_name.decode("ascii").lower(), raw_value.decode("iso-8859-1")
-        before = dict.get(found, name)
-        dict.__setitem__(found, name, value if before is None else f"{before}, {value}")
+        values.setdefault(raw_name.decode("ascii").lower(), []).append(
+            raw_value.decode("iso-8859-1"))
+    found = _Headers()
+    for name, those in values.items():
+        dict.__setitem__(found, name, those[0] if len(those) == 1 else ", ".join(those))
     return found
 
 
@@ -171,7 +175,9 @@ class Crawler:
     """Many requests to a site over kept-alive connections, each under the same rules as
     `send` (every address a name has must be allowed, and the one connected to is the one
     checked; a redirect is an answer, never followed; the policy's total deadline, after
-    which the connection is shut; answers capped at `max_bytes`). Close it when done.
+    which the connection is shut, counted on the network's time: a page read on the loop's
+    thread while answers wait does not use theirs up; answers capped at `max_bytes`). Close
+    it when done.
 
     asyncio's, in the thread of the run that uses it: a verification run makes a thousand
     requests a second, most answered 304, and with a thread per connection the threads'
@@ -186,6 +192,7 @@ class Crawler:
         self.headers = {"User-Agent": user_agent, "Accept-Encoding": "gzip, deflate",
                         "Accept": "*/*"}
         self._idle: dict[tuple[str, str, int], list[_Connection]] = {}
+        self._held: Held | None = None  # started on the loop of the first request
         self._tls = ssl.create_default_context()
         try:  # h11 refuses a value with a line break in it, which would add a header
             h11.Request(method="GET", target="/", headers=[("Host", "h"),
@@ -194,19 +201,27 @@ class Crawler:
             raise ValueError("a User-Agent that would end its header line early") from None
 
     async def request(self, method: str, url: str,
-                      headers: Mapping[str, str] | None = None) -> Page:
-        """One request; OutboundError (no status) when no answer came within the deadline."""
+                      headers: Mapping[str, str] | None = None,
+                      seconds: float | None = None) -> Page:
+        """One request; OutboundError (no status) when no answer came within the deadline
+        (the policy's, or `seconds` when shorter: what is left of a chain of requests)."""
         found = parts(url)
         if found is None:
             raise not_a_url(url)
         key, target = found
-        seconds = self.policy.timeout
+        seconds = self.policy.timeout if seconds is None else min(seconds, self.policy.timeout)
+        if self._held is None:
+            self._held = Held(asyncio.get_running_loop())
         try:
             sent = {**self.headers, **headers} if headers else self.headers
             ask = h11.Request(method=method, target=target,
                               headers=[("Host", host_header(*key)), *sent.items()])
-            async with asyncio.timeout(seconds):
-                status, answered, body = await self._exchange(key, ask)
+            async with asyncio.timeout(None) as timeout:
+                deadline = Deadline(self._held, timeout, seconds)
+                try:
+                    status, answered, body = await self._exchange(key, ask)
+                finally:
+                    deadline.cancel()
         except OutboundError:
             raise
         except (h11.ProtocolError, OSError, ValueError, zlib.error) as exc:
@@ -283,6 +298,9 @@ class Crawler:
             conn.shut()
 
     def close(self) -> None:
+        if self._held is not None:
+            self._held.stop()
+            self._held = None
         idle, self._idle = self._idle, {}
         for conns in idle.values():
             for conn in conns:

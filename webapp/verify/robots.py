@@ -2,12 +2,14 @@
 disallows is not fetched.
 
 The answer is read as Google documents ("How Google interprets the robots.txt
-specification"): 2xx, the rules; 4xx other than 429, no file, so everything is allowed; 5xx
-and 429, a server error, so everything is disallowed for now (Google starts so too, and only
-after 30 days of errors falls back to a cached copy or to allowing all: a run is one moment,
-so it keeps the first rule). A host that does not answer at all (connection refused, no
-answer in time, a name that does not resolve, an address the operator does not allow) is
-not "disallowed": its URLs are unreachable, and are recorded so without a request each.
+specification"; webapp.outbound.robots): redirects followed for five hops; 2xx, the
+rules; 4xx other than 429 (or a chain of redirects given up on), no file, so everything is
+allowed; 5xx and 429, a server error, so everything is disallowed for now (Google starts so
+too, and only after 30 days of errors falls back to a cached copy or to allowing all: a run
+is one moment, so it keeps the first rule). A host that does not answer at all (connection
+refused, no answer in time, a name that does not resolve, an address the operator does not
+allow, at any hop) is not "disallowed": its URLs are unreachable, and are recorded so
+without a request each.
 """
 
 from __future__ import annotations
@@ -15,10 +17,8 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 from urllib.robotparser import RobotFileParser
 
-from webapp.outbound import Crawler, OutboundError, plain_reason
+from webapp.outbound import Crawler, plain_reason, robots_txt_via
 from webapp.said import Line, said
-
-SERVER_ERROR = 429  # "Too Many Requests" counts as a server error, as 5xx do
 
 
 class Robots:
@@ -47,20 +47,15 @@ def _rules(lines: list[str]) -> RobotFileParser:
 async def robots_for(crawler: Crawler, base_url: str, agent: str) -> Robots:
     """The rules of the base URL's host, fetched now (see the module's docstring)."""
     parts = urlsplit(base_url)
-    address = f"{parts.scheme}://{parts.netloc}/robots.txt"
-    try:
-        page = await crawler.request("GET", address)
-    except OutboundError as exc:
-        reason = plain_reason(exc)
+    found = await robots_txt_via(crawler, f"{parts.scheme}://{parts.netloc}")
+    if found.kind == "no answer":
         return Robots(_rules(["User-agent: *", "Disallow: /"]), agent,
                       said("%(url)s did not answer (%(reason)s): every URL counts as unreachable",
-                           url=address, reason=reason),
-                      unreachable=f"{address} did not answer ({exc.meaning})")
-    if page.status >= 500 or page.status == SERVER_ERROR:
+                           url=found.at, reason=plain_reason(found.error)),
+                      unreachable=f"{found.at} did not answer ({found.error.meaning})")
+    if found.kind == "server error":
         return Robots(_rules(["User-agent: *", "Disallow: /"]), agent,
                       said("%(url)s answered %(status)s: nothing was fetched (a server error "
                            "disallows everything until robots.txt answers again)",
-                           url=address, status=page.status))
-    if not 200 <= page.status < 300:
-        return Robots(_rules([]), agent)
-    return Robots(_rules(page.body.decode("utf-8", "replace").splitlines()), agent)
+                           url=found.at, status=found.status))
+    return Robots(_rules(list(found.lines)), agent)
