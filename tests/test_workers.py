@@ -23,6 +23,7 @@ from sqlalchemy import func, select, update
 
 from tests.builders import free_port, make_site, make_urls
 from tests.conftest import ROOT
+from tests.deployments import environment, node
 from tests.probes import AppProcesses, wait_for
 from tests.test_dashboard import as_role  # noqa: F401 - a fixture
 from tests.test_notify import KEY, posted
@@ -33,24 +34,6 @@ from webapp.sitemaps import get_store
 from webapp.tokens import create_token
 from webapp.urls import import_urls, save_url
 from webapp.users import create_user
-
-
-def node(app, instance: Path, **settings):
-    """Another app on the test's database: a web node with an instance folder of its own."""
-    shared = {name: app.config[name] for name in (
-        "DATABASE_URL", "SECRET_KEY", "INDEXNOW_ENDPOINT", "GSC_ENDPOINT", "OUTBOUND_ALLOW",
-        "NOTIFY_TIMEOUT")}
-    return create_app({**shared, "TESTING": True, "INSTANCE_PATH": str(instance),
-                       "SITEMAPS_DIR": str(instance / "sitemaps"), "CELERY_BROKER_URL": "",
-                       "CELERY_TASK_ALWAYS_EAGER": False, **settings})
-
-
-def environment(app, **settings) -> dict[str, str]:
-    """The environment of the app's processes: the same settings as `app`."""
-    names = ("DATABASE_URL", "SECRET_KEY", "INSTANCE_PATH", "SITEMAPS_DIR", "OUTBOUND_ALLOW",
-             "CELERY_BROKER_URL", "CELERY_QUEUE", "INDEXNOW_ENDPOINT")
-    return {**os.environ, **{name: str(app.config[name]) for name in names},
-            "SCHEDULER_TICK_SECONDS": "1", **settings}
 
 
 def generations(session, site) -> list[Generation]:

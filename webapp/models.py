@@ -556,7 +556,8 @@ class Task(Base):
     now, import, pre-flight), and how far it got: any web node can show it.
 
     `payload` holds what the work needs that only the asking node had (an uploaded file), so a
-    worker on another machine can run it; it is cleared once the work has read it."""
+    worker on another machine can run it; it is dropped when the task finishes, whatever the
+    outcome. A task whose worker died keeps it, with its `arguments`, to be retried."""
 
     __tablename__ = "tasks"
 
@@ -576,6 +577,7 @@ class Task(Base):
     heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     payload: Mapped[bytes | None] = mapped_column(LargeBinary, deferred=True)
+    arguments: Mapped[dict | None] = mapped_column(JSON)  # the task's, besides its ids
 
     def __repr__(self) -> str:
         return f"<Task {self.id} {self.kind} {self.status}>"

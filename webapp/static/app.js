@@ -35,6 +35,8 @@ function followTask(section) {
     bar.max = 1;
     bar.value = 1;
     message.textContent = task.shown.message;
+    const retry = document.getElementById("task-retry");
+    if (retry && task.retriable) retry.hidden = false;
   };
   poll();
 }

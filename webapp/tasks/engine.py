@@ -33,6 +33,15 @@ def embedded_broker(app: Flask) -> tuple[str, dict]:
                              "polling_interval": 0.2}
 
 
+def redelivers(app: Flask) -> bool:
+    """Whether the broker gives a task whose worker died to another worker at once: RabbitMQ
+    does when the dead worker's connection closes. Redis does only after its visibility
+    timeout (below), hours later, and the embedded queue never: a message leaves its folder
+    when a worker takes it. (When only a worker's child process dies, its parent gives the
+    task back at once on every broker: task_reject_on_worker_lost.)"""
+    return app.config["CELERY_BROKER_URL"].startswith(("amqp://", "amqps://", "pyamqp://"))
+
+
 def make_celery(app: Flask, tasks: dict) -> Celery:
     """A Celery app for `app`, with `tasks` (name -> function) registered on it."""
     url = app.config["CELERY_BROKER_URL"]
@@ -51,6 +60,8 @@ def make_celery(app: Flask, tasks: dict) -> Celery:
         options = {"read_timeout": BROKER_TIMEOUT, "write_timeout": BROKER_TIMEOUT}
 
     class AppTask(Task):
+        flask_app = app  # for signal handlers (work.py), which are given the task
+
         def __call__(self, *args, **kwargs):
             with app.app_context():
                 return self.run(*args, **kwargs)

@@ -59,7 +59,7 @@ def start(session: Session, app: Flask, kind: str, site: Site, name: str,
           payload: bytes | None = None, **arguments) -> str:
     """Record a task asked for by a person or a program, in the caller's transaction; it is
     enqueued once that commits. The task's id, to follow it by."""
-    record = records.create(session, kind, site, payload)
+    record = records.create(session, kind, site, payload, arguments)
     task_id, site_id = record.id, site.id
 
     def hand_over() -> None:

@@ -25,10 +25,13 @@ UNTAKEN = timedelta(minutes=2)  # queued this long: the page asks whether a work
 QUICK_MS, BUSY_MS = 50, 30_000  # SQLite's wait for the write lock: progress, and as db.py sets
 
 
-def create(session: Session, kind: str, site: Site, payload: bytes | None = None) -> Task:
-    """A queued task record in the caller's transaction: the work is enqueued once it commits."""
+def create(session: Session, kind: str, site: Site, payload: bytes | None = None,
+           arguments: dict | None = None) -> Task:
+    """A queued task record in the caller's transaction: the work is enqueued once it commits.
+    `arguments` (JSON) are the work's besides its ids, kept to start it again (retry)."""
     task = Task(id=uuid.uuid4().hex, kind=kind, site_id=site.id, site_label=site.slug,
-                status="queued", done=0, message="", created_at=utcnow(), payload=payload)
+                status="queued", done=0, message="", created_at=utcnow(), payload=payload,
+                arguments=arguments)
     session.add(task)
     return task
 
@@ -93,23 +96,30 @@ def begin(app: Flask, task_id: str) -> Progress | None:
 
 def finish(progress: Progress, status: str, message: str | list[Line]) -> None:
     """Record the outcome: text, or lines (said.py) kept in English in `message` (the API's)
-    and as they are for pages that say them in their reader's language."""
+    and as they are for pages that say them in their reader's language. The upload, if any,
+    is dropped with it: a finished task is never run again."""
     if isinstance(message, list):
         progress.result["said"] = message
         message = english(message)
     progress.save(status=status, message=message, finished_at=utcnow(),
-                  result=progress.result or None)
+                  result=progress.result or None, payload=None)
+
+
+def cancel(app: Flask, task_id: str) -> None:
+    """The task was cancelled (revoked) before it finished: it has finished, as failed, and
+    its upload is dropped."""
+    lines = [said("cancelled before it finished")]
+    with new_session(app) as session:
+        session.execute(update(Task).where(
+            Task.id == task_id, Task.status.in_(("queued", "running"))).values(
+            status="failed", finished_at=utcnow(), payload=None, message=english(lines),
+            result={"said": lines}))
+        session.commit()
 
 
 def take_payload(app: Flask, task_id: str) -> bytes | None:
     with new_session(app) as session:
         return session.scalar(select(Task.payload).where(Task.id == task_id))
-
-
-def drop_payload(app: Flask, task_id: str) -> None:
-    with new_session(app) as session:
-        session.execute(update(Task).where(Task.id == task_id).values(payload=None))
-        session.commit()
 
 
 def _stopped(task: Task, now: datetime) -> bool:
@@ -118,22 +128,42 @@ def _stopped(task: Task, now: datetime) -> bool:
     return leases.gone(task.worker) or (task.heartbeat_at or task.created_at) + SILENT < now
 
 
-def as_dict(task: Task) -> dict:
-    """A task as pages and the API show it; a task whose worker stopped is reported failed.
-    `said`: the message as lines for a page to say in its reader's language (said.py), when
-    the work wrote it so."""
+def _runs_again(task: Task, now: datetime, redelivers: bool) -> bool:
+    """Whether a stopped task may still run: only where the broker gives a dead worker's
+    message out again at once (`redelivers`, engine.redelivers), and only while begin()
+    would take it."""
+    return redelivers and (task.heartbeat_at or task.created_at) + SILENT > now
+
+
+def _kept_upload(session: Session, task_id: str) -> bool:
+    return bool(session.scalar(select(Task.payload.is_not(None)).where(Task.id == task_id)))
+
+
+def as_dict(task: Task, redelivers: bool = False, retriable: bool = False) -> dict:
+    """A task as pages and the API show it; a task whose worker stopped is reported failed,
+    saying whether it runs again (`redelivers`: see _runs_again). `said`: the message as
+    lines for a page to say in its reader's language (said.py), when the work wrote it so.
+    `retriable`: the task stopped for good and kept its upload, to be started again (retry)."""
     result = dict(task.result or {})
     state = {"id": task.id, "kind": task.kind, "site": task.site_label, "site_id": task.site_id,
              "status": task.status, "done": task.done, "total": task.total,
              "message": task.message, "said": result.pop("said", None), "result": result,
              "created_at": task.created_at, "started_at": task.started_at,
-             "finished_at": task.finished_at}
+             "finished_at": task.finished_at, "retriable": retriable}
     now = utcnow()
     lines = None
     if _stopped(task, now):
         state["status"] = "failed"
-        lines = [said("the worker running it stopped; it will be given to another worker if "
-                      "its message is delivered again soon")]
+        if _runs_again(task, now, redelivers):
+            lines = [said_plural(
+                "the worker running it stopped; the task queue gives it to the next worker "
+                "that asks, which runs it again if that is within %(num)s minute",
+                "the worker running it stopped; the task queue gives it to the next worker "
+                "that asks, which runs it again if that is within %(num)s minutes",
+                int(SILENT.total_seconds() // 60))]
+        else:
+            lines = [said("the worker running it stopped, and the task queue does not give it "
+                          "to another worker: it will not run again")]
     elif task.status == "queued" and task.created_at + UNTAKEN < now:
         lines = [said_plural("no worker has taken it for %(num)s minute: is a worker running "
                              "(`flask --app webapp worker`)?",
@@ -144,11 +174,20 @@ def as_dict(task: Task) -> dict:
     return state
 
 
-def read(session: Session, task_id: str) -> dict | None:
+def _retriable(session: Session, task: Task, now: datetime, redelivers: bool) -> bool:
+    return (_stopped(task, now) and not _runs_again(task, now, redelivers)
+            and task.site_id is not None and task.arguments is not None
+            and _kept_upload(session, task.id))
+
+
+def read(session: Session, task_id: str, redelivers: bool = False) -> dict | None:
+    """The task as as_dict shows it, or None when there is no such task."""
     if not (len(task_id) == 32 and all(c in "0123456789abcdef" for c in task_id)):
         return None
     task = session.get(Task, task_id)
-    return None if task is None else as_dict(task)
+    if task is None:
+        return None
+    return as_dict(task, redelivers, _retriable(session, task, utcnow(), redelivers))
 
 
 def latest(session: Session, kind: str, site_id: int) -> dict | None:
@@ -157,6 +196,31 @@ def latest(session: Session, kind: str, site_id: int) -> dict | None:
         Task.kind == kind, Task.site_id == site_id, Task.status.in_(("done", "failed")))
         .order_by(Task.created_at.desc()).limit(1))
     return None if task is None else as_dict(task)
+
+
+def hand_over(session: Session, task_id: str, redelivers: bool) -> tuple[Task, bytes] | None:
+    """A task whose worker died and that will not run again, closed in the caller's
+    transaction (failed, its upload dropped) with that upload, to start anew from; None
+    when it is not such a task, or when it ran again or was retried meanwhile."""
+    task = session.get(Task, task_id) if len(task_id) == 32 else None
+    if task is None or not _retriable(session, task, utcnow(), redelivers):
+        return None
+    payload = session.scalar(select(Task.payload).where(Task.id == task_id))
+    closed = session.execute(
+        update(Task).where(Task.id == task_id, Task.status == "running",
+                           Task.worker == task.worker, Task.payload.is_not(None))
+        .values(status="failed", finished_at=utcnow(), payload=None)
+        .execution_options(synchronize_session=False)).rowcount
+    return (task, payload) if closed else None
+
+
+def retried(session: Session, task: Task, new_id: str) -> None:
+    """Say on a task handed over where it went on."""
+    lines = [said("the worker running it stopped; it was started again as task %(task)s",
+                  task=new_id)]
+    session.execute(update(Task).where(Task.id == task.id).values(
+        message=english(lines), result={**(task.result or {}), "said": lines})
+        .execution_options(synchronize_session=False))
 
 
 def prune(session: Session, now: datetime) -> int:

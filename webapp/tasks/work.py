@@ -1,6 +1,7 @@
-"""The tasks workers run. Each takes plain JSON arguments (ids, not objects) and is safe to run
-twice: a generation holds the site's lease and asks again whether it is due, an announcement is
-claimed before it is sent, a recorded task that has finished is not run again.
+"""The tasks workers run. Each takes plain JSON arguments (ids, not objects), as its annotations
+say (arguments.py checks them where it starts), and is safe to run twice: a generation holds the
+site's lease and asks again whether it is due, an announcement is claimed before it is sent, a
+recorded task that has finished is not run again.
 
 Work asked for by a person or a program (`regenerate_now`, `notify_now`, `import_urls`,
 `preflight`) writes its progress and outcome to its task record; scheduled and after-change
@@ -16,7 +17,9 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Annotated
 
+from celery.signals import task_revoked
 from flask import Flask, current_app
 
 from webapp import discover, jobs, notify
@@ -25,11 +28,12 @@ from webapp.config import private_folder
 from webapp.db import new_session, session_scope
 from webapp.errors import InvalidValue, NotFound, rule_text
 from webapp.leases import SiteBusy
-from webapp.models import Site
+from webapp.models import TRIGGERS, Site
 from webapp.outbound import OutboundError, Policy
 from webapp.said import Line, said, said_plural, verbatim
 from webapp.tasks import queue, records
-from webapp.urls import ImportFormatError, fetch_source, import_opened, open_import
+from webapp.tasks.arguments import Id, Rule, TaskId, checked, what_is_wrong
+from webapp.urls import ENCODINGS, ImportFormatError, fetch_source, import_opened, open_import
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +47,15 @@ def _app() -> Flask:
     return current_app._get_current_object()
 
 
+Trigger = Annotated[str, Rule(TRIGGERS.__contains__, f"one of {', '.join(TRIGGERS)}")]
+Encoding = Annotated[str, Rule(ENCODINGS.__contains__, f"one of {', '.join(ENCODINGS)}")]
+
+
 def _recorded(task_id: str, work: Callable[[records.Progress], list[Line]]) -> None:
     """Run `work(progress)` for a task record; its return value is the closing message, as
-    lines its readers hear in their own language (said.py)."""
+    lines its readers hear in their own language (said.py). Whatever the outcome, finishing
+    drops the record's upload (so does a cancellation: _revoked); only a task whose worker
+    died keeps it, to be retried."""
     app = _app()
     progress = records.begin(app, task_id)
     if progress is None:
@@ -65,7 +75,7 @@ def _recorded(task_id: str, work: Callable[[records.Progress], list[Line]]) -> N
     records.finish(progress, status, message)
 
 
-def regenerate_due(site_ids: list[int] | int) -> None:
+def regenerate_due(site_ids: list[Id] | Id) -> None:
     """The scheduled or after-change runs of some sites, then the sending of their
     announcements. The clock hands sites over in small batches: ten thousand due sites are a
     few hundred messages, not ten thousand, and the small sites of a batch are generated
@@ -82,19 +92,19 @@ def regenerate_due(site_ids: list[int] | int) -> None:
     queue.again_when_ready(app, ids)
 
 
-def deliver(site_id: int | None = None, only: list[int] | None = None) -> None:
+def deliver(site_id: Id | None = None, only: list[Id] | None = None) -> None:
     """One attempt at every announcement that is due (of a site, or only some)."""
     notify.deliver(_app(), site_id=site_id, only=frozenset(only) if only else None)
 
 
-def regenerate_now(task_id: str, site_id: int, trigger: str | None = None) -> None:
+def regenerate_now(task_id: TaskId, site_id: Id, trigger: Trigger | None = None) -> None:
     """"Regenerate now", asked for with the dashboard's button or the API (`trigger`)."""
     app = _app()
     _recorded(task_id, lambda progress: [jobs.regenerate_now(site_id, app, progress,
                                                              trigger)])
 
 
-def notify_now(task_id: str, site_id: int) -> None:
+def notify_now(task_id: TaskId, site_id: Id) -> None:
     app = _app()
 
     def work(_progress) -> list[Line]:
@@ -118,7 +128,7 @@ def _detached_site(app: Flask, site_id: int) -> Site:
         return site
 
 
-def preflight(task_id: str, site_id: int) -> None:
+def preflight(task_id: TaskId, site_id: Id) -> None:
     app = _app()
 
     def work(_progress) -> list[Line]:
@@ -129,8 +139,8 @@ def preflight(task_id: str, site_id: int) -> None:
     _recorded(task_id, work)
 
 
-def import_urls_task(task_id: str, site_id: int, source_url: str | None = None,
-                     rewrite_origin: bool = False, encoding: str = "utf-8") -> None:
+def import_urls_task(task_id: TaskId, site_id: Id, source_url: str | None = None,
+                     rewrite_origin: bool = False, encoding: Encoding = "utf-8") -> None:
     """Import what the task's record carries (an upload, gzip-compressed) or what
     `source_url` answers, fetched here on the worker; `rewrite_origin`: see
     urls.import_opened; `encoding` is that of a CSV or list."""
@@ -156,14 +166,13 @@ def import_urls_task(task_id: str, site_id: int, source_url: str | None = None,
                     max_unpacked=app.config["MAX_UNPACKED_MB"] << 20) as stream:
                 report = import_opened(session, session.get(Site, site_id), stream,
                                        rewrite_origin, progress)
-        records.drop_payload(app, task_id)
         progress.result["rejected"] = report.rejected  # the site's health shows it
         return report.report_lines() + report.listed()
 
     _recorded(task_id, work)
 
 
-def discover_task(task_id: str, site_id: int, max_pages: int, max_depth: int,
+def discover_task(task_id: TaskId, site_id: Id, max_pages: int, max_depth: int,
                   max_minutes: float) -> None:
     """A discovery crawl of the site; what it found waits on the site's Discover page."""
     app = _app()
@@ -191,7 +200,7 @@ def discover_task(task_id: str, site_id: int, max_pages: int, max_depth: int,
     _recorded(task_id, work)
 
 
-def verify_now(task_id: str, site_id: int) -> None:
+def verify_now(task_id: TaskId, site_id: Id) -> None:
     """Verify a site's URLs (continuing its unfinished run, if any), with progress."""
     app = _app()
 
@@ -208,10 +217,23 @@ def verify_now(task_id: str, site_id: int) -> None:
     _recorded(task_id, work)
 
 
+@task_revoked.connect
+def _revoked(sender=None, request=None, **_kwargs) -> None:
+    """A recorded task revoked (`celery control revoke`), before it started or, with
+    --terminate, while it ran: its record says it was cancelled, and keeps no upload."""
+    names = {f"webapp.{name}" for name in KINDS.values()}
+    if sender is None or sender.name not in names or not getattr(request, "args", None):
+        return
+    task_id = request.args[0]
+    if not what_is_wrong(task_id, TaskId, "task_id"):
+        records.cancel(sender.flask_app, task_id)
+
+
 # The tasks by name: what the web asks for (by `kind` of its record) and what the clock and
-# changes enqueue.
-TASKS = {"regenerate_due": regenerate_due, "deliver": deliver, "regenerate_now": regenerate_now,
-         "notify_now": notify_now, "preflight": preflight, "import_urls": import_urls_task,
-         "discover": discover_task, "verify_now": verify_now}
+# changes enqueue; each checks its arguments first.
+TASKS = {name: checked(f"webapp.{name}", function) for name, function in {
+    "regenerate_due": regenerate_due, "deliver": deliver, "regenerate_now": regenerate_now,
+    "notify_now": notify_now, "preflight": preflight, "import_urls": import_urls_task,
+    "discover": discover_task, "verify_now": verify_now}.items()}
 KINDS = {"regenerate": "regenerate_now", "notify": "notify_now", "import": "import_urls",
          "pre-flight check": "preflight", "discover": "discover", "verify": "verify_now"}

@@ -4,8 +4,9 @@ The CSV's columns are a URL's fields and, optionally, its images and alternates 
 
 Rows are validated one by one (a row is stored whole or not at all) and written in batches:
 one query finds which locs exist, then executemany inserts and updates. Large files are
-validated in a worker process while this one parses and writes, so both cores work. The caller
-commits; a file that cannot be read at all raises ImportFormatError and stores nothing.
+validated in a second process while this one parses and writes, so two cores work, where this
+process may start one (the command line); a Celery worker's process validates them itself. The
+caller commits; a file that cannot be read at all raises ImportFormatError and stores nothing.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from webapp.urls.news import store_news
 
 CHUNK_CHARS = 512 * 1024  # about 5,000 rows: one existence query and one executemany each
 MAX_REPORTED = 10_000  # rejections kept word for word; beyond that they are only counted
-PARALLEL_FROM_BYTES = 4 << 20  # below this, starting a worker process costs more than it saves
+PARALLEL_FROM_BYTES = 4 << 20  # below this, starting a second process costs more than it saves
 
 @dataclass
 class ImportReport:
@@ -239,6 +240,14 @@ def _cut(text: str, quoted: bool) -> int:
     return 0
 
 
+def may_start_a_process() -> bool:
+    """Whether this process may start a second one to validate in: not when it is daemonic, as
+    a Celery prefork worker's child is. multiprocessing refuses it there (such a process is
+    stopped without waiting for children of its own), and the worker's --concurrency already
+    gives each core a process of its own to run tasks in."""
+    return not multiprocessing.current_process().daemon
+
+
 def _map_ahead(pool: ProcessPoolExecutor, function: Callable, chunks: Iterable) -> Iterator:
     """Like map, in the worker, with at most two chunks in flight so memory stays bounded."""
     in_flight: deque[Future] = deque()
@@ -255,13 +264,14 @@ def import_urls(session: Session, site: Site, stream: TextIO, parallel: bool | N
                 progress: Callable[[int, int], None] | None = None) -> ImportReport:
     """Upsert by loc every valid row of `stream` into `site`; report what happened to each.
 
-    `parallel` parses and validates in a worker process while this one writes; by default it
-    does so for files over 4 MiB. `progress(characters read, size)` hears after each chunk.
+    `parallel` parses and validates in a second process while this one writes; by default it
+    does so for files over 4 MiB where this process may start one (may_start_a_process).
+    `progress(characters read, size)` hears after each chunk.
     """
     report = ImportReport()
     size = _size(stream)
     if parallel is None:
-        parallel = size >= PARALLEL_FROM_BYTES
+        parallel = size >= PARALLEL_FROM_BYTES and may_start_a_process()
     pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) if parallel \
         else None
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from flask import abort, jsonify, render_template
+from flask import abort, current_app, flash, jsonify, redirect, render_template, url_for
 from flask_babel import format_number, format_percent, ngettext
 from flask_babel import gettext as _
 
@@ -56,3 +56,18 @@ def task_state(task_id):
     state = _task(task_id)
     return jsonify({**{name: value.isoformat() if isinstance(value, datetime) else value
                        for name, value in state.items()}, "shown": shown(state)})
+
+
+@bp.post("/tasks/<task_id>/retry")
+@require("editor")
+def task_retry(task_id):
+    """A task whose worker died, started again from the upload it kept."""
+    _task(task_id)
+    session = get_session()
+    new_id = tasks.retry(session, current_app._get_current_object(), task_id)
+    if new_id is None:
+        flash(_("This task cannot be retried: it finished, is running again, or was retried "
+                "already."))
+        return redirect(url_for("dashboard.task", task_id=task_id))
+    session.commit()
+    return redirect(url_for("dashboard.task", task_id=new_id))

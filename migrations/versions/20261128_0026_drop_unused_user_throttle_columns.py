@@ -1,7 +1,7 @@
 """drop users.failed_sign_ins and users.locked_until, unused since the throttle moved to its table
 
-Revision ID: 0025
-Revises: 0024
+Revision ID: 0026
+Revises: 0025
 Create Date: 2026-11-28 04:45:00.000000
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0025'
-down_revision = '0024'
+revision = '0026'
+down_revision = '0025'
 branch_labels = None
 depends_on = None
 
