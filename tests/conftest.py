@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -49,23 +49,33 @@ def sqlite_template(tmp_path_factory) -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def postgresql_database() -> Iterator[str]:
-    """A schema of its own for this run, so runs sharing the database never meet."""
-    if not POSTGRESQL_URL:
-        pytest.skip("TEST_POSTGRESQL_URL is not set")
-    schema = f"test_run_{os.getpid()}"
+def postgresql_schema(name: str) -> tuple[str, Callable[[], None]]:
+    """A migrated schema of its own on the test server: its URL, and what drops it."""
     server = make_engine(normalize_database_url(POSTGRESQL_URL))
     with server.begin() as connection:
-        connection.execute(text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
-        connection.execute(text(f"CREATE SCHEMA {schema}"))
+        connection.execute(text(f"DROP SCHEMA IF EXISTS {name} CASCADE"))
+        connection.execute(text(f"CREATE SCHEMA {name}"))
     url = make_url(normalize_database_url(POSTGRESQL_URL)).update_query_dict(
-        {"options": f"-csearch_path={schema}"}).render_as_string(hide_password=False)
+        {"options": f"-csearch_path={name}"}).render_as_string(hide_password=False)
     migrate(url)
+
+    def drop() -> None:
+        with server.begin() as connection:
+            connection.execute(text(f"DROP SCHEMA {name} CASCADE"))
+        server.dispose()
+
+    return url, drop
+
+
+@pytest.fixture(scope="session")
+def postgresql_database() -> Iterator[str]:
+    """A schema of its own for this test process, so runs (and the processes of one run)
+    sharing the database never meet."""
+    if not POSTGRESQL_URL:
+        pytest.skip("TEST_POSTGRESQL_URL is not set")
+    url, drop = postgresql_schema(f"test_run_{os.getpid()}")
     yield url
-    with server.begin() as connection:
-        connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
-    server.dispose()
+    drop()
 
 
 def _truncate(url: str) -> None:

@@ -16,15 +16,12 @@ from pathlib import Path
 
 import pytest
 from flask import Flask
-from sqlalchemy import select, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import select
 
 from tests.builders import csrf_token, make_site
-from tests.conftest import POSTGRESQL_URL, REDIS_URL, migrate
+from tests.conftest import POSTGRESQL_URL, REDIS_URL, postgresql_schema
 from tests.probes import AppProcesses, wait_for
 from webapp import create_app, tasks
-from webapp.config import normalize_database_url
-from webapp.db import make_engine
 from webapp.models import Task
 from webapp.users import create_user
 
@@ -109,24 +106,6 @@ class Deployment:
         return self.worker.log.read_text(errors="replace")
 
 
-def _postgresql_schema(name: str):
-    """A migrated schema of its own on the test server; (url, drop)."""
-    server = make_engine(normalize_database_url(POSTGRESQL_URL))
-    with server.begin() as connection:
-        connection.execute(text(f"DROP SCHEMA IF EXISTS {name} CASCADE"))
-        connection.execute(text(f"CREATE SCHEMA {name}"))
-    url = make_url(normalize_database_url(POSTGRESQL_URL)).update_query_dict(
-        {"options": f"-csearch_path={name}"}).render_as_string(hide_password=False)
-    migrate(url)
-
-    def drop() -> None:
-        with server.begin() as connection:
-            connection.execute(text(f"DROP SCHEMA {name} CASCADE"))
-        server.dispose()
-
-    return url, drop
-
-
 @pytest.fixture(scope="module", params=["embedded", "production"])
 def deployment(request, tmp_path_factory):
     """`make run`'s deployment (SQLite, the embedded queue) and `make run-prod`'s (PostgreSQL,
@@ -139,7 +118,7 @@ def deployment(request, tmp_path_factory):
     else:
         if not (POSTGRESQL_URL and REDIS_URL):
             pytest.skip("TEST_POSTGRESQL_URL and TEST_REDIS_URL are not both set")
-        database, drop = _postgresql_schema(f"test_deployment_{os.getpid()}")
+        database, drop = postgresql_schema(f"test_deployment_{os.getpid()}")
         broker = REDIS_URL
     app = create_app({
         "TESTING": True, "DATABASE_URL": database, "SECRET_KEY": "test-secret",

@@ -24,7 +24,7 @@ from webapp import protocol
 from webapp.discover import pages as discover_pages
 from webapp.discover.robots import Robots as DiscoverRobots
 from webapp.errors import InvalidValue
-from webapp.outbound import Page, Policy, excerpt, retry_after_seconds
+from webapp.outbound import Page, Policy, excerpt, page_charset, retry_after_seconds
 from webapp.outbound import robots as outbound_robots
 from webapp.outbound import urls as outbound_urls
 from webapp.outbound.crawler import MAX_HEAD, _headers
@@ -158,9 +158,8 @@ HEADER_SHAPES = {
 @pytest.mark.parametrize("shape", HEADER_SHAPES)
 def test_hostile_content_type_and_x_robots_tag_are_read_in_linear_time(shape):
     def reads(value: str) -> None:
-        verify_page.charset({"Content-Type": value}, b"")
+        page_charset(value, b"")
         verify_page.noindex({"X-Robots-Tag": value}, None)
-        discover_pages.charset(value, b"")
         discover_pages.read_page("https://example.com/", value, b"<p>x</p>", value)
 
     assert_linear(reads, HEADER_SHAPES[shape])

@@ -11,6 +11,7 @@ import lxml.html
 import pytest
 
 from tests.test_verify import checks, make_verified_site, served, web  # noqa: F401 (fixtures)
+from webapp.outbound import page_text
 from webapp.verify import page, verify_site
 from webapp.verify.settings import ignore_patterns
 
@@ -34,7 +35,7 @@ PAGES = [
 
 def _before_reading(url, headers, body, ignore):
     """The reading this release replaced, kept here to hold the new one to it."""
-    text = page._XML_DECLARATION.sub("", body.decode(page.charset(headers, body), "replace"))
+    text = page_text(headers.get("Content-Type"), body)
     tree = lxml.html.document_fromstring(
         text, parser=lxml.html.HTMLParser(remove_comments=True)) if text.strip() else None
     if tree is None:

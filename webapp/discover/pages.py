@@ -3,28 +3,10 @@ its canonical URL and its robots directives. Pure functions of the bytes and hea
 
 from __future__ import annotations
 
-import codecs
-import re
 from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
-from lxml import etree
-
-# A scan stops at the next `<`: linear on a page of `<meta` without `>` (test_hostile_input.py).
-_META_CHARSET = re.compile(rb"""<meta[^<>]+charset\s*=\s*["']?([A-Za-z0-9._:\-]+)""", re.I)
-_HEADER_CHARSET = re.compile(r"charset\s*=\s*[\"']?([A-Za-z0-9._:\-]+)", re.I)
-
-
-def charset(content_type: str, body: bytes) -> str:
-    """The page's encoding: the Content-Type header's, else a `<meta charset>` near the top,
-    else UTF-8; one Python does not know is read as UTF-8."""
-    found = _HEADER_CHARSET.search(content_type or "") or _META_CHARSET.search(body[:4096])
-    name = found.group(1) if found else "utf-8"
-    name = name.decode("ascii") if isinstance(name, bytes) else name
-    try:
-        return codecs.lookup(name).name
-    except LookupError:
-        return "utf-8"
+from webapp.outbound import html_tree
 
 
 def is_html(content_type: str) -> bool:
@@ -44,24 +26,8 @@ class PageLinks:
     noindex: bool = False
 
 
-# libxml2's HTML parser: its time grows with the page's length. The standard library's
-# html.parser does not: a page of `<a href="` repeated took a minute for 180 KB
-# (tests/test_hostile_input.py).
-_PARSER = etree.HTMLParser(remove_comments=True, remove_pis=True)
-# An XML declaration, which lxml refuses in a str; one never closed too (libxml2 takes the
-# square of the time of the white space after it: webapp.verify.page).
-_XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*>?")
+# Pages are read by webapp.outbound.html: libxml2, in time that grows with their length.
 _FOLLOWED = ("base", "a", "link", "meta")
-
-
-def _tree(content_type: str, body: bytes) -> etree._Element | None:
-    text = _XML_DECLARATION.sub("", body.decode(charset(content_type, body), "replace"))
-    if not text.strip():
-        return None
-    try:
-        return etree.fromstring(text, _PARSER)
-    except (etree.ParserError, ValueError):
-        return None
 
 
 def read_page(url: str, content_type: str, body: bytes,
@@ -69,7 +35,7 @@ def read_page(url: str, content_type: str, body: bytes,
     """The links, alternates, canonical and robots directives of an HTML page at `url`
     (relative links resolved against it, or its `<base href>`)."""
     found, base = PageLinks(), url
-    tree = _tree(content_type, body)
+    tree = html_tree(content_type, body)
     for element in tree.iter(*_FOLLOWED) if tree is not None else ():
         tag = element.tag
         rel = set((element.get("rel") or "").lower().split())

@@ -22,6 +22,7 @@ token      google-auth's transport for Search Console's access token
 crawler    Crawler: verification's kept-alive requests on asyncio, framed by h11
 network_time the deadline of a crawler's request, on the network's time
 robots     a site's robots.txt: up to five redirects, and what its answer means
+html       a fetched page's charset and libxml2's tree of it, in linear time
 """
 
 from webapp.outbound.answers import (
@@ -38,6 +39,7 @@ from webapp.outbound.answers import (
 )
 from webapp.outbound.crawler import Crawler
 from webapp.outbound.guard import Address, Network, Policy, refusal
+from webapp.outbound.html import html_tree, page_charset, page_text
 from webapp.outbound.robots import RobotsTxt, robots_txt, robots_txt_via
 from webapp.outbound.send import fetch, get_page, send
 from webapp.outbound.token import MAX_TOKEN_REPLY, token_transport
@@ -45,6 +47,7 @@ from webapp.outbound.urls import address, endpoint_check, is_http_url
 
 __all__ = ["EXCERPT", "MAX_BODY", "MAX_TOKEN_REPLY", "RETRYABLE", "USER_AGENT", "Address",
            "Answer", "Crawler", "Network", "OutboundError", "Page", "Policy", "RobotsTxt",
-           "address", "endpoint_check", "excerpt", "fetch", "get_page", "is_http_url",
+           "address", "endpoint_check", "excerpt", "fetch", "get_page", "html_tree", "is_http_url",
+           "page_charset", "page_text",
            "plain_reason", "refusal", "retry_after_seconds", "robots_txt", "robots_txt_via",
            "send", "token_transport"]

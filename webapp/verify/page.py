@@ -4,7 +4,6 @@ changes on every request (scripts, styles, patterns the site owner names)."""
 
 from __future__ import annotations
 
-import codecs
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
@@ -12,12 +11,11 @@ from urllib.parse import urldefrag, urljoin
 
 from lxml import etree
 
+from webapp.outbound import html_tree
+
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 # Fetched bytes are read only by patterns whose time grows with the input's length, not its
-# square: a scan stops at the next `<` (a tag's or target's end at the latest), so one that
-# fails costs what it read, and the next starts where it stopped (tests/test_hostile_input.py).
-_META_CHARSET = re.compile(rb"""<meta[^<>]+charset\s*=\s*["']?\s*([a-zA-Z0-9_.:-]+)""", re.I)
-# One link of a Link header: <target>; param=value; ... up to the next link (RFC 8288; a
+# square (webapp.outbound.html). One link of a Link header: <target>; param=value; ... up to the next link (RFC 8288; a
 # URI reference has no < or >).
 _LINK = re.compile(r'<([^<>]*)>([^<,]*)')
 _REL = re.compile(r'(?:^|;)\s*rel\s*=\s*"?([^";]*)"?', re.I)
@@ -35,42 +33,12 @@ def media_type(headers: Mapping[str, str]) -> str | None:
     return value.strip()[:200] if value else None
 
 
-def charset(headers: Mapping[str, str], body: bytes) -> str:
-    """The page's encoding: the Content-Type header's charset, else a <meta> in the first
-    bytes, else UTF-8; a name Python does not know counts as UTF-8."""
-    found = None
-    for part in (headers.get("Content-Type") or "").split(";")[1:]:
-        name, _, value = part.partition("=")
-        if name.strip().lower() == "charset" and value.strip():
-            found = value.strip().strip("\"'")
-    if found is None:
-        match = _META_CHARSET.search(body[:4096])
-        found = match.group(1).decode("ascii", "replace") if match else "utf-8"
-    try:
-        return codecs.lookup(found).name
-    except LookupError:
-        return "utf-8"
-
-
-# libxml2's HTML parser with lxml's plain elements: lxml.html's element classes (looked up
-# for every element) are not needed to read a page, and cost a verification run per page.
-_PARSER = etree.HTMLParser(remove_comments=True)
-# An XML declaration, which lxml refuses in a str; one never closed too: libxml2 takes the
-# square of the time of the white space after an unclosed `<?xml` that starts a page.
-_XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*>?")
 _TEXT = etree.XPath("string()")  # what lxml.html's text_content() is
 
 
 def parse(headers: Mapping[str, str], body: bytes) -> etree._Element | None:
-    """The page as a tree, decoded (by Python, which knows more encodings than libxml2) by
-    its declared charset; None when it has no markup."""
-    text = _XML_DECLARATION.sub("", body.decode(charset(headers, body), "replace"))
-    if not text.strip():
-        return None
-    try:
-        return etree.fromstring(text, _PARSER)
-    except (etree.ParserError, ValueError):
-        return None
+    """The page as a tree, decoded by its declared charset; None when it has no markup."""
+    return html_tree(headers.get("Content-Type"), body)
 
 
 def _directives(values: Sequence[str]) -> set[str]:
