@@ -423,6 +423,28 @@ def test_ignore_patterns_run_in_linear_time_and_python_only_syntax_is_refused(se
         update_site(session, site, {"verify_ignore": "a" * 301})
 
 
+def test_an_ignore_pattern_too_costly_to_run_is_refused_naming_its_line(session, caplog):
+    """RE2's time is linear in the text times its program's size when its DFA gives up:
+    `(a|aa){0,1000}` held a verification 109 s on one page of 1 MB. The same caps as exclusion
+    rules: 500 instructions a pattern, 2,000 together."""
+    from webapp.errors import InvalidValue
+    from webapp.verify.settings import ignore_patterns
+    site = make_site(session)
+    with pytest.raises(InvalidValue, match=r"line 2 is too costly to run: RE2 compiles it to "
+                                           r"6004 instructions.* at most 500"):
+        update_site(session, site, {"verify_ignore": "nonce-\\w+\n(a|aa){0,1000}"})
+    update_site(session, site, {"verify_ignore": "(a|aa){0,82}"})  # 496 instructions
+    assert site.verify_ignore == "(a|aa){0,82}"
+    with pytest.raises(InvalidValue, match=r"together the patterns are too costly to run from "
+                                           r"line 5 on: RE2 compiles them to \d+ instructions"):
+        update_site(session, site, {"verify_ignore": "\n".join(
+            f"{letter}(a|aa){{0,82}}" for letter in "bcdef")})
+    # A pattern stored before the caps is left out when a run reads it, and logged.
+    stored = "nonce-\\w+\n(a|aa){0,1000}"
+    assert [pattern.pattern for pattern in ignore_patterns(stored)] == [r"nonce-\w+"]
+    assert "(a|aa){0,1000}" in caplog.text and "too costly" in caplog.text
+
+
 def test_a_redirect_out_through_dot_segments_is_not_followed_and_nul_is_not_stored(
         app, session, engine):
     """/site/../outside starts with the base URL but is /outside: the target is normalised
