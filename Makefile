@@ -62,7 +62,7 @@ run-prod: install
 	@case "$$DATABASE_URL" in postgres*) ;; *) echo "run-prod needs DATABASE_URL=postgresql://..." >&2; exit 2;; esac
 	@case "$$CELERY_BROKER_URL" in redis*|amqp*) ;; *) echo "run-prod needs CELERY_BROKER_URL=redis://... or amqp://..." >&2; exit 2;; esac
 	$(BIN)/alembic upgrade head
-	$(BIN)/flask --app webapp users ensure-admin
+	$(BIN)/flask --app webapp users ensure-admin --bind $(BIND)
 	$(BIN)/flask --app webapp scheduler run & scheduler=$$!; \
 	$(BIN)/flask --app webapp worker & worker=$$!; \
 	$(BIN)/gunicorn -c python:webapp.gunicorn_conf --workers $(WORKERS) --bind $(BIND) \

@@ -442,6 +442,16 @@ def test_ensure_admin_creates_the_admin_once_and_shows_the_password_once(runner,
     assert "admin@localhost" in second.stdout and "password:" not in second.stdout
 
 
+@pytest.mark.parametrize("bind, address", [
+    (None, "http://127.0.0.1:5000/sign-in"), ("127.0.0.1:5102", "http://127.0.0.1:5102/sign-in"),
+    ("0.0.0.0:8000", "http://127.0.0.1:8000/sign-in"), ("dash.example.com:443",
+                                                     "http://dash.example.com:443/sign-in")])
+def test_ensure_admin_names_the_address_the_dashboard_listens_on(runner, session, bind, address):
+    """make run-prod passes its BIND: the sign-in line named port 5000 whatever it was."""
+    result = runner.invoke(args=["users", "ensure-admin", *(["--bind", bind] if bind else [])])
+    assert result.exit_code == 0 and f"Sign in at {address} " in result.stdout
+
+
 def test_set_password_replaces_the_old_one(runner, session):
     runner.invoke(args=["users", "create", "ann@example.com", "--password", "the first passphrase"])
 

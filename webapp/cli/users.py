@@ -37,16 +37,19 @@ def users_set_password(email, password):
 
 
 @group.command("ensure-admin")
+@click.option("--bind", metavar="HOST:PORT",
+              help="where the dashboard will listen (make run-prod's BIND); default 127.0.0.1:PORT")
 @friendly_errors
-def users_ensure_admin():
+def users_ensure_admin(bind: str | None):
     """Create the first admin account if there is none, and say how to sign in."""
     with session_scope() as session:
         admin, password = ensure_admin(session)
         email = admin.email
-    port = current_app.config.get("PORT", 5000)
+    host, _, port = (bind or f"127.0.0.1:{current_app.config.get('PORT', 5000)}").rpartition(":")
+    host = "127.0.0.1" if host in ("", "0.0.0.0", "[::]", "::") else host
     if password:
         click.echo(f"Created the admin account {email} with password: {password}")
     else:
         click.echo(f"The admin account is {email} (for a new password, run "
                    f"flask --app webapp users set-password {email}).")
-    click.echo(f"Sign in at http://127.0.0.1:{port}/sign-in with that e-mail address.")
+    click.echo(f"Sign in at http://{host}:{port}/sign-in with that e-mail address.")
