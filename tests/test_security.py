@@ -574,6 +574,25 @@ def test_an_index_of_large_files_is_imported_without_holding_them(engine):
     assert ten < 1.5 * two, f"{ten} bytes held at once for ten files, {two} for two"
 
 
+def test_an_index_listing_a_file_on_another_host_is_refused_before_any_file_is_fetched(engine):
+    """The probe of the fixes: the index's first, allowed file (8.7 MB) was fetched, then the
+    whole import refused for the second. Every listed file's host is checked first."""
+    base = engine.url_for("/")
+    engine.expect_request("/first.xml").respond_with_data(
+        f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>{base}a</loc>'
+        "</url></urlset>")
+    index = ('<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+             f"<sitemap><loc>{base}first.xml</loc></sitemap>"
+             "<sitemap><loc>http://elsewhere.example/second.xml</loc></sitemap>"
+             "</sitemapindex>").encode()
+    policy = Policy.of({"NOTIFY_TIMEOUT": 10, "OUTBOUND_ALLOW": "127.0.0.1"})
+    with pytest.raises(ImportFormatError, match=r"lists 'http://elsewhere.example/second.xml' "
+                                                r"on line 1, which is not on"):
+        with open_import(index, "index.xml", base, f"{base}index.xml", policy) as rows:
+            list(rows)
+    assert engine.log == []
+
+
 # 7. /sitemaps/<slug>/ belongs to that site
 
 

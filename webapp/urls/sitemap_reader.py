@@ -231,13 +231,15 @@ def read_sitemap(data: bytes | BinaryIO, name: str, allowed_hosts: set[str], pol
         if len(children) > MAX_INDEX_FILES:
             raise ImportFormatError(f"{name} lists more than {MAX_INDEX_FILES} sitemaps, the "
                                     "most an index may list")
-    for entry in children:
+    for entry in children:  # every file's host is checked before any file is fetched
         child = entry.fields.get("loc", "")
         parts = urlsplit(child)
         if parts.scheme not in ("http", "https") or parts.netloc not in allowed_hosts:
             raise ImportFormatError(f"{name} lists {child!r} on line {entry.line}, which is not "
                                     f"on {' or '.join(sorted(allowed_hosts))}; only sitemaps "
                                     "there are fetched")
+    for entry in children:
+        child = entry.fields.get("loc", "")
         try:
             body = get(child, policy, max_bytes=MAX_FILE_BYTES)
         except OutboundError as exc:
