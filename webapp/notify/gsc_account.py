@@ -117,8 +117,8 @@ def read_key_file(data: bytes, config: Mapping) -> dict:
                                "%(reason)s).", line=exc.lineno, column=exc.colno,
                                reason=exc.msg)) from None
     except RecursionError:  # arrays or objects nested deeper than the parser goes
-        raise AccountProblem(_("The file is JSON but not a key file: it nests arrays or "
-                               "objects too deeply.")) from None
+        raise AccountProblem(_("The file is not a key file: it nests arrays or objects too "
+                               "deeply to be read.")) from None
     if not isinstance(info, dict):
         raise AccountProblem(_("The file is JSON but not a key file: it holds no object."))
     if info.get("type") != "service_account":
