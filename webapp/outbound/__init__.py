@@ -17,7 +17,7 @@ urls       which URLs can be sent to, and how one is read
 answers    Answer, Page, OutboundError and the plain words for a failure
 reasons    why a request failed, as one of a few plain reasons (webapp.said)
 session    the guarded requests session the blocking requests use
-send       send, fetch, get_page: one blocking request each
+blocking   send, fetch, get_page: one blocking request each
 token      google-auth's transport for Search Console's access token
 crawler    Crawler: verification's kept-alive requests on asyncio, framed by h11
 network_time the deadline of a crawler's request, on the network's time
@@ -25,29 +25,32 @@ robots     a site's robots.txt: up to five redirects, and what its answer means
 html       a fetched page's charset and libxml2's tree of it, in linear time
 """
 
-from webapp.outbound.answers import (
-    EXCERPT,
-    MAX_BODY,
-    RETRYABLE,
-    USER_AGENT,
-    Answer,
-    OutboundError,
-    Page,
-    excerpt,
-    plain_reason,
-    retry_after_seconds,
-)
-from webapp.outbound.crawler import Crawler
-from webapp.outbound.guard import Address, Network, Policy, refusal
-from webapp.outbound.html import html_tree, page_charset, page_text
-from webapp.outbound.robots import RobotsTxt, robots_txt, robots_txt_via
-from webapp.outbound.send import fetch, get_page, send
-from webapp.outbound.token import MAX_TOKEN_REPLY, token_transport
-from webapp.outbound.urls import address, endpoint_check, is_http_url
+from __future__ import annotations
 
-__all__ = ["EXCERPT", "MAX_BODY", "MAX_TOKEN_REPLY", "RETRYABLE", "USER_AGENT", "Address",
-           "Answer", "Crawler", "Network", "OutboundError", "Page", "Policy", "RobotsTxt",
-           "address", "endpoint_check", "excerpt", "fetch", "get_page", "html_tree", "is_http_url",
-           "page_charset", "page_text",
-           "plain_reason", "refusal", "retry_after_seconds", "robots_txt", "robots_txt_via",
-           "send", "token_transport"]
+from importlib import import_module
+
+# Each name others may use, and the module that defines it. Each is loaded from its module on
+# first use (PEP 562): a command that only reads an OutboundError loads neither requests,
+# google-auth, h11 nor lxml.
+_HOMES = {
+    "EXCERPT": "answers", "MAX_BODY": "answers", "RETRYABLE": "answers", "USER_AGENT": "answers",
+    "Answer": "answers", "OutboundError": "answers", "Page": "answers", "excerpt": "answers",
+    "plain_reason": "answers", "retry_after_seconds": "answers",
+    "Crawler": "crawler",
+    "Address": "guard", "Network": "guard", "Policy": "guard", "refusal": "guard",
+    "html_tree": "html", "page_charset": "html", "page_text": "html",
+    "RobotsTxt": "robots", "robots_txt": "robots", "robots_txt_via": "robots",
+    "fetch": "blocking", "get_page": "blocking", "send": "blocking",
+    "MAX_TOKEN_REPLY": "token", "token_transport": "token",
+    "address": "urls", "endpoint_check": "urls", "is_http_url": "urls",
+}
+
+__all__ = list(_HOMES)
+
+
+def __getattr__(name: str) -> object:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{_HOMES[name]}"), name)
+    globals()[name] = value
+    return value

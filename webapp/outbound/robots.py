@@ -22,7 +22,7 @@ from urllib.parse import urldefrag, urljoin
 from webapp.outbound.answers import OutboundError, Page
 from webapp.outbound.crawler import Crawler
 from webapp.outbound.guard import Policy
-from webapp.outbound.send import get_page
+from webapp.outbound.blocking import get_page
 
 MAX_REDIRECTS = 5
 MAX_BYTES = 500 << 10
