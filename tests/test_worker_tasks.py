@@ -1,21 +1,25 @@
 """The work of tasks on a real worker, started as production starts it (Celery's prefork pool,
 whose processes are daemonic), on both deployments (tests/deployments.py): uploads above every
 size threshold on the way to the worker, what a task keeps of its upload once it has ended, a
-worker killed in the middle of an import, and messages whose arguments are not what the task
-takes."""
+worker killed in the middle of an import, messages whose arguments are not what the task
+takes, and bytes on the broker that are not a message at all."""
 
 from __future__ import annotations
 
+import base64
 import gzip
 import io
+import json
 import os
 import re
 import secrets
 import signal
 import socket
 import uuid
+from pathlib import Path
 
 import pytest
+import redis
 from sqlalchemy import select, update
 
 from tests.deployments import deployment  # noqa: F401 - a fixture
@@ -104,8 +108,10 @@ def test_an_import_whose_worker_is_killed_keeps_its_upload_and_is_retried_with_o
         deployment):
     """kill -9 of the whole worker importing a file: neither the embedded queue nor Redis
     (within hours) gives the task to another worker, and the page says so. The upload is kept,
-    and Retry starts a new task from it, which the other worker runs; then nothing is kept."""
+    and Retry starts a new task from it, which the other worker runs; then nothing is kept,
+    in the database or on disk (the dead worker's copy of the upload)."""
     site = deployment.site()
+    uploads = Path(deployment.app.config["INSTANCE_PATH"]) / "uploads"
     data = _csv([f"{site.base_url}p/{n}" for n in range(300_000)])
     victim_queue = f"victim-{secrets.token_hex(4)}"
     config = deployment.app.config
@@ -122,10 +128,11 @@ def test_an_import_whose_worker_is_killed_keeps_its_upload_and_is_retried_with_o
                                   payload=gzip.compress(data, 1))
             session.commit()
 
-        def running():  # on SQLite, the only sign: an import holds the one write lock
+        def spooling():  # on SQLite, the only sign: an import holds the one write lock
             with deployment.session() as session:
-                return session.get(Task, task_id).status == "running"
-        wait_for(running, 300, "the import to start")
+                return (session.get(Task, task_id).status == "running" and uploads.is_dir()
+                        and any(uploads.iterdir()))
+        wait_for(spooling, 300, "the import to start, with its upload on disk")
         os.killpg(victim.pid, signal.SIGKILL)
         victim.wait()
     finally:
@@ -153,6 +160,7 @@ def test_an_import_whose_worker_is_killed_keeps_its_upload_and_is_retried_with_o
     state = deployment.finished(retried)
     assert state["status"] == "done" and state["message"].startswith("added 300000"), state
     assert not deployment.payload_kept(retried) and not deployment.payload_kept(task_id)
+    assert not list(uploads.iterdir())
     with deployment.app.app_context(), deployment.session() as session:
         old = tasks.read(session, task_id)
     assert old["status"] == "failed" and retried in old["message"] and not old["retriable"]
@@ -262,3 +270,52 @@ def test_a_stopped_task_says_what_happens_on_each_broker(app, session, tmp_path)
         rabbit.extensions["db_engine"].dispose()
     assert "runs it again if that is within 10 minutes" in state["message"]
     assert not state["retriable"]  # it may run again: a retry could import it twice
+
+
+def _not_messages(queue: str) -> list[bytes]:
+    """What a broker may hold that is not a message: the worker's read of each failed."""
+    envelope = {"body": "not base64", "content-encoding": "utf-8",
+                "content-type": "application/json", "headers": {"task": "webapp.deliver"},
+                "properties": {"body_encoding": "base64", "delivery_tag": str(uuid.uuid4()),
+                               "delivery_info": {"exchange": "", "routing_key": queue}}}
+    not_json = {**envelope, "body": base64.b64encode(b"not json").decode()}
+    return [b"not json at all", b"\xff\xfe not utf-8", b'{"not": "celery"}', b"[1, 2]",
+            json.dumps(envelope).encode(), json.dumps(not_json).encode()]
+
+
+def _put_raw(deployment, queue: str, data: bytes) -> None:
+    """`data` put on the queue as it is, as `redis-cli lpush` or a file in the queue folder."""
+    if deployment.kind == "production":
+        client = redis.Redis.from_url(deployment.app.config["CELERY_BROKER_URL"])
+        client.lpush(queue, data)
+        client.close()
+    else:
+        folder = Path(deployment.app.config["INSTANCE_PATH"]) / "broker" / "queue"
+        (folder / f"0_{uuid.uuid4()}.{queue}.msg").write_bytes(data)
+
+
+def test_a_message_that_is_not_a_message_is_dropped_with_one_warning_line(deployment):
+    """Bytes on the broker that are not JSON, not kombu's envelope, or whose body is not
+    base64 or not JSON, and a task of a name no worker knows: each is dropped with one WARNING
+    line naming the queue, and the worker goes on with the next message (it used to stop for
+    good: "Unrecoverable error"; or log a traceback at CRITICAL or ERROR)."""
+    queue = deployment.app.config["CELERY_QUEUE"]
+    start = len(deployment.log())
+    bad = _not_messages(queue)
+    for data in bad:
+        _put_raw(deployment, queue, data)
+    celery = tasks.celery_of(deployment.app)
+    celery.send_task("webapp.nonexistent", queue=queue)
+    name, args, kwargs, _ = FORGED[3]
+    celery.send_task(name, args, kwargs, queue=queue)
+    wait_for(lambda: " succeeded in " in deployment.log()[start:]
+             or deployment.worker.poll() is not None, 300,
+             "the worker to take the message after the malformed ones")
+    said = deployment.log()[start:]
+    lines = [line for line in said.splitlines() if "a malformed message was dropped" in line]
+    assert len(lines) == len(bad), said
+    assert all(" WARNING " in line and f"queue {queue}:" in line for line in lines), said
+    unknown = [line for line in said.splitlines() if "unknown name webapp.nonexistent" in line]
+    assert len(unknown) == 1 and " WARNING " in unknown[0], said
+    assert "Traceback" not in said and " ERROR " not in said and "CRITICAL" not in said, said
+    assert deployment.worker.poll() is None

@@ -437,3 +437,74 @@ def test_an_upload_too_large_for_a_task_record_is_refused_with_the_way_round(
     assert answer.status_code == 422
     assert "urls import SITE FILE" in answer.text
     assert session.scalar(select(func.count()).select_from(Task)) == 0  # nothing recorded
+
+
+def test_a_message_on_rabbitmq_that_is_not_a_task_is_one_warning_line(app, tmp_path):
+    """RabbitMQ: a body that is not JSON (with and without a content type), and a task of a
+    name no worker knows, each dropped with one WARNING line, no traceback; the worker goes on
+    (Celery logged each with its body and a traceback, at CRITICAL or ERROR)."""
+    import amqp
+    from kombu import Connection
+
+    url = os.environ.get("TEST_RABBITMQ_URL")
+    if not url:
+        pytest.skip("TEST_RABBITMQ_URL is not set")
+    queue = f"test-{uuid.uuid4().hex}"
+    rabbit = node(app, tmp_path / "node", CELERY_BROKER_URL=url, CELERY_QUEUE=queue)
+    json_type = {"content_type": "application/json", "content_encoding": "utf-8"}
+    bodies = [amqp.Message(b"not json at all"), amqp.Message(b"not json at all", **json_type),
+              amqp.Message(b"\xff\xfe", application_headers={"task": "webapp.deliver",
+                                                             "id": "x"}, **json_type)]
+    try:
+        with AppProcesses(tmp_path, environment(rabbit)) as processes:
+            worker = processes.worker()
+            wait_for(lambda: " ready." in worker.log.read_text(), 300, "the worker to be ready")
+            with Connection(url) as connection:  # its channel is py-amqp's
+                for body in bodies:
+                    connection.default_channel.basic_publish(body, routing_key=queue)
+            celery = tasks.celery_of(rabbit)
+            celery.send_task("webapp.nonexistent", queue=queue)
+            celery.send_task("webapp.deliver", [], {"only": "everything"}, queue=queue)
+            wait_for(lambda: " succeeded in " in worker.log.read_text()
+                     or worker.poll() is not None, 300, "the worker to take the last message")
+            alive = worker.poll() is None
+            said = processes.stop(worker)
+    finally:
+        rabbit.extensions["db_engine"].dispose()
+    lines = [line for line in said.splitlines() if "a malformed message was dropped" in line]
+    assert len(lines) == len(bodies), said
+    assert all(" WARNING " in line and f"queue {queue}:" in line for line in lines), said
+    assert len([line for line in said.splitlines()
+                if "unknown name webapp.nonexistent" in line]) == 1, said
+    assert "Traceback" not in said and " ERROR " not in said and "CRITICAL" not in said, said
+    assert alive
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_pooled_connection_left_reading_does_not_fail_a_task_s_first_write(app):
+    """SQLite: a connection given back to the pool with a query not read to its end keeps its
+    read (Python 3.11's sqlite3 no longer resets statements on rollback): once another process
+    has written, a write on it fails at once, "database is locked", whatever busy_timeout
+    says. unmark (the first write of regenerate_due) then writes on a fresh connection."""
+    with new_session(app) as setup:
+        sites = [make_site(setup, name=f"Shop {n}", base_url=f"https://s{n}.example.com/")
+                 for n in range(2)]
+        setup.execute(update(Site).values(run_queued_until=utcnow()))
+        setup.commit()
+        ids = [site.id for site in sites]
+    with new_session(app) as reader:
+        left = reader.execute(select(Site.id).execution_options(yield_per=1))
+        left.fetchmany(1)  # the rest never read, the result still alive
+    other = create_app({**{name: app.config[name] for name in (
+        "DATABASE_URL", "SECRET_KEY", "INSTANCE_PATH")}, "TESTING": True,
+        "CELERY_BROKER_URL": "memory://"})
+    with new_session(other) as writer:  # another process's write, after that read began
+        writer.execute(update(Site).where(Site.id == ids[1]).values(name="Written"))
+        writer.commit()
+    other.extensions["db_engine"].dispose()
+
+    tasks.queue.unmark(app, ids)
+    with new_session(app) as check:
+        assert check.scalars(select(Site.run_queued_until).where(Site.id.in_(ids))).all() \
+            == [None, None]
+    assert left is not None

@@ -51,6 +51,8 @@ def make_celery(app: Flask, tasks: dict) -> Celery:
         url, options = embedded_broker(app)
         transport = "webapp.tasks.owner_only_broker:Transport"  # files only their owner reads
     elif url.startswith(("redis://", "rediss://")):
+        if url.startswith("redis://"):  # rediss:// keeps kombu's own: its scheme sets TLS
+            transport = "webapp.tasks.malformed_messages:RedisTransport"  # drops non-messages
         # A task that runs longer than this is handed to another worker as well: longer than
         # any run, so only a dead worker's tasks are given out again. A Redis that accepts
         # connections but does not answer fails a request in seconds instead of hanging it.
@@ -70,6 +72,7 @@ def make_celery(app: Flask, tasks: dict) -> Celery:
     celery.conf.update(
         broker_url=url, broker_transport=transport, broker_transport_options=options,
         broker_connection_retry_on_startup=True, broker_connection_timeout=BROKER_TIMEOUT,
+        worker_consumer="webapp.tasks.malformed_messages:Consumer",  # one line a bad message
         task_default_queue=app.config["CELERY_QUEUE"], task_serializer="json", accept_content=["json"],
         task_ignore_result=True,  # outcomes are kept in the database (Generation, Task, ledger)
         task_acks_late=True, task_reject_on_worker_lost=True,

@@ -1,6 +1,7 @@
 """kombu's filesystem transport (the embedded broker of `make run`), with every file it writes
 readable by its owner only: a message carries a task's arguments, such as an import's source
-URL. kombu opens its files with the process's umask; these are made 0600 from the start."""
+URL. kombu opens its files with the process's umask; these are made 0600 from the start.
+A file in the queue that is not a message is dropped (malformed_messages)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ from kombu.exceptions import ChannelError
 from kombu.transport import filesystem
 from kombu.utils.json import dumps
 
+from webapp.tasks.malformed_messages import ChannelDropsUnreadable, TransportDropsMalformed
+
 OWNER_ONLY = 0o600
 
 
-class Channel(filesystem.Channel):
+class Channel(ChannelDropsUnreadable, filesystem.Channel):
     def _put(self, queue, payload, **kwargs):
         """kombu's `_put` (the same name, so its readers find the message) with mode 0600.
         The file is written under another name and moved into place, so a reader never
@@ -35,7 +38,7 @@ class Channel(filesystem.Channel):
         super()._queue_bind(exchange, routing_key, pattern, queue)
 
 
-class Transport(filesystem.Transport):
+class Transport(TransportDropsMalformed, filesystem.Transport):
     Channel = Channel
 
 

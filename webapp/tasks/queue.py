@@ -10,6 +10,7 @@ from celery import Celery
 from flask import Flask
 from kombu.exceptions import OperationalError as BrokerError
 from sqlalchemy import or_, select, update
+from sqlalchemy.exc import DatabaseError
 from sqlalchemy.orm import Session
 
 from webapp import jobs
@@ -26,6 +27,7 @@ QUEUED_GRACE = timedelta(minutes=5)
 # large enough that a tick over thousands of sites sends a hundred messages, and that the
 # small ones among them share the fixed cost of a batch (sitemaps.small_sites) among many.
 BATCH = 100
+SQLITE_BUSY_SNAPSHOT = 517  # a write over a read snapshot that another connection has outdated
 # Publishing gives up after this many tries, so a request does not hang on a broker that is down.
 PUBLISH_RETRY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5,
                  "interval_max": 1}
@@ -95,9 +97,25 @@ def mark(session: Session, site_ids: list[int], until: datetime, now: datetime) 
 def unmark(app: Flask, site_ids: int | list[int]) -> None:
     """The sites' queued regeneration has started: a change from now on queues another."""
     ids = [site_ids] if isinstance(site_ids, int) else site_ids
+    unmarked = update(Site).where(Site.id.in_(ids)).values(run_queued_until=None)
     with new_session(app) as session:
-        session.execute(update(Site).where(Site.id.in_(ids)).values(run_queued_until=None))
-        session.commit()
+        connection = session.connection()
+        try:
+            session.execute(unmarked)
+            session.commit()
+        except DatabaseError as exc:
+            if getattr(exc.orig, "sqlite_errorcode", None) != SQLITE_BUSY_SNAPSHOT:
+                raise
+            # The pooled connection still reads an old snapshot: a query of earlier work not
+            # read to its end (Python 3.11's sqlite3 keeps it open across the pool's rollback).
+            # SQLite refuses at once a write over a snapshot another process has written
+            # since, without waiting (busy_timeout; BEGIN IMMEDIATE neither): only a new
+            # snapshot helps. This write is the first of a regenerate_due task: it is made on
+            # a fresh connection, and the stale one is closed (which ends its read).
+            connection.invalidate()
+            session.rollback()
+            session.execute(unmarked)
+            session.commit()
 
 
 def _queue_run(app: Flask, site_id: int, countdown: float, now: datetime) -> None:

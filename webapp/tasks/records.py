@@ -122,7 +122,7 @@ def take_payload(app: Flask, task_id: str) -> bytes | None:
         return session.scalar(select(Task.payload).where(Task.id == task_id))
 
 
-def _stopped(task: Task, now: datetime) -> bool:
+def stopped(task: Task, now: datetime) -> bool:
     if task.status != "running" or task.worker is None:
         return False
     return leases.gone(task.worker) or (task.heartbeat_at or task.created_at) + SILENT < now
@@ -152,7 +152,7 @@ def as_dict(task: Task, redelivers: bool = False, retriable: bool = False) -> di
              "finished_at": task.finished_at, "retriable": retriable}
     now = utcnow()
     lines = None
-    if _stopped(task, now):
+    if stopped(task, now):
         state["status"] = "failed"
         if _runs_again(task, now, redelivers):
             lines = [said_plural(
@@ -175,7 +175,7 @@ def as_dict(task: Task, redelivers: bool = False, retriable: bool = False) -> di
 
 
 def _retriable(session: Session, task: Task, now: datetime, redelivers: bool) -> bool:
-    return (_stopped(task, now) and not _runs_again(task, now, redelivers)
+    return (stopped(task, now) and not _runs_again(task, now, redelivers)
             and task.site_id is not None and task.arguments is not None
             and _kept_upload(session, task.id))
 

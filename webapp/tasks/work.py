@@ -14,7 +14,6 @@ import gzip
 import io
 import logging
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
@@ -24,14 +23,13 @@ from flask import Flask, current_app
 
 from webapp import discover, jobs, notify
 from webapp import verify as verification
-from webapp.config import private_folder
 from webapp.db import new_session, session_scope
 from webapp.errors import InvalidValue, NotFound, rule_text
 from webapp.leases import SiteBusy
 from webapp.models import TRIGGERS, Site
 from webapp.outbound import OutboundError, Policy
 from webapp.said import Line, said, said_plural, verbatim
-from webapp.tasks import queue, records
+from webapp.tasks import queue, records, spool
 from webapp.tasks.arguments import Id, Rule, TaskId, checked, what_is_wrong
 from webapp.urls import ENCODINGS, ImportFormatError, fetch_source, import_opened, open_import
 
@@ -149,8 +147,7 @@ def import_urls_task(task_id: TaskId, site_id: Id, source_url: str | None = None
 
     def work(progress: records.Progress) -> list[Line]:
         site = _detached_site(app, site_id)
-        folder = private_folder(Path(app.config["INSTANCE_PATH"]) / "uploads")
-        with tempfile.NamedTemporaryFile(dir=folder, suffix=".import") as handle:
+        with spool.spooled(app, task_id) as handle:
             if source_url:
                 handle.write(fetch_source(site, source_url, policy))
             else:
