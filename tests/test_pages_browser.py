@@ -273,7 +273,10 @@ def test_sign_in_create_a_site_and_regenerate_it_with_the_keyboard_alone(app, br
 
     page = open_as(browser, server, "en", email=None)
     page.goto(f"{server}/sign-in")
-    page.keyboard.type("editor@example.com")  # the e-mail field has the focus on arrival
+    # The e-mail field has the focus on arrival: wait for it, as a person waits to see the
+    # cursor there (on a busy machine the keys came before the focus, and went nowhere).
+    expect(page.locator("#email")).to_be_focused()
+    page.keyboard.type("editor@example.com")
     tab_to(page, "Password")
     page.keyboard.type(PASSWORD)
     page.keyboard.press("Enter")

@@ -308,9 +308,11 @@ def test_a_message_that_is_not_a_message_is_dropped_with_one_warning_line(deploy
     celery.send_task("webapp.nonexistent", queue=queue)
     name, args, kwargs, _ = FORGED[3]
     celery.send_task(name, args, kwargs, queue=queue)
-    wait_for(lambda: " succeeded in " in deployment.log()[start:]
+    # The embedded queue reads its files in no set order: wait for the two tasks' lines.
+    wait_for(lambda: (" succeeded in " in deployment.log()[start:]
+                      and "unknown name webapp.nonexistent" in deployment.log()[start:])
              or deployment.worker.poll() is not None, 300,
-             "the worker to take the message after the malformed ones")
+             "the worker to take the messages after the malformed ones")
     said = deployment.log()[start:]
     lines = [line for line in said.splitlines() if "a malformed message was dropped" in line]
     assert len(lines) == len(bad), said
