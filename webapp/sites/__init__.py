@@ -1,5 +1,6 @@
 """Sites: creating them, finding them, and changing their settings one validated field at a
-time. Settings that belong to a search engine are checked by that engine (`notify.SETTINGS`)."""
+time. Settings that belong to a search engine are checked by that engine (`notify.SETTINGS`);
+the file names a site publishes, and that two sites in one folder share none, are `files`'."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from urllib.parse import urlsplit
 from sqlalchemy import delete, func, or_, select
 from sqlalchemy.orm import Session
 
-from webapp import news, notify, site_files
+from webapp import news, notify
+from webapp.sites import files as site_files
 from webapp.db import after_commit
 from webapp.errors import (
     Conflict,
