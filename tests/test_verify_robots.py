@@ -10,9 +10,8 @@ import socket
 import pytest
 from werkzeug import Response
 
-from tests import verify_website as test_website
 from tests.builders import make_site
-from tests.test_verify import checks
+from tests.test_verify import checks, served, web  # noqa: F401 (fixtures)
 from webapp.models import Url
 from webapp.said import english
 from webapp.verify import verify_site
@@ -102,18 +101,6 @@ def test_robots_without_rules_allow_what_the_parser_allows(text):
 
 
 # robots.txt that redirects (RFC 9309 section 2.3.1.2; Google: five hops, then as a 404)
-
-
-@pytest.fixture(scope="module")
-def served():
-    with test_website.serve() as site:
-        yield site
-
-
-@pytest.fixture
-def web(served):
-    served.reset()
-    return served
 
 
 def _hops(web, count: int) -> None:
