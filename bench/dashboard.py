@@ -25,7 +25,7 @@ from common import BASE, fresh_site_database
 def app_for(path: Path):
     from webapp import create_app
     from webapp.db import session_scope
-    from webapp.users import create_user
+    from webapp.accounts.users import create_user
 
     app = create_app({"DATABASE_URL": f"sqlite:///{path}", "SECRET_KEY": "bench",
                       "INSTANCE_PATH": str(path.parent / "instance")})

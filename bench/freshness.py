@@ -73,8 +73,8 @@ def prepare(database_url: str, folder: Path, engine_url: str) -> str:
     """Site settings, a full first generation, and an API token; the token's secret."""
     from webapp import create_app, jobs
     from webapp.models import Site
-    from webapp.tokens import create_token
-    from webapp.users import create_user
+    from webapp.accounts.tokens import create_token
+    from webapp.accounts.users import create_user
 
     app = create_app({"DATABASE_URL": database_url, "SECRET_KEY": "bench",
                       "INSTANCE_PATH": str(folder / "node"),

@@ -680,7 +680,7 @@ def main() -> int:
                    "PYTHONPATH": str(ROOT)}
             from webapp import create_app
             from webapp.models import Site
-            from webapp.users import create_user
+            from webapp.accounts.users import create_user
 
             app = create_app({"DATABASE_URL": database, "SECRET_KEY": "bench-load",
                               "INSTANCE_PATH": str(tmp / "instance"),

@@ -247,8 +247,8 @@ def make_app(url: str, folder: Path, broker: str | None = None):
 def api_client(app):
     """A test client and the header of an admin's read token for all sites."""
     from webapp.db import session_scope
-    from webapp.tokens import create_token
-    from webapp.users import create_user
+    from webapp.accounts.tokens import create_token
+    from webapp.accounts.users import create_user
 
     with app.app_context(), session_scope() as session:
         user = create_user(session, f"api-{uuid.uuid4().hex[:8]}@example.com",
@@ -259,7 +259,7 @@ def api_client(app):
 
 def dashboard_client(app):
     from webapp.db import session_scope
-    from webapp.users import create_user
+    from webapp.accounts.users import create_user
 
     email = f"viewer-{uuid.uuid4().hex[:8]}@example.com"
     with app.app_context(), session_scope() as session:

@@ -23,7 +23,7 @@ from tests.conftest import POSTGRESQL_URL, REDIS_URL, postgresql_schema
 from tests.probes import AppProcesses, wait_for
 from webapp import create_app, tasks
 from webapp.models import Task
-from webapp.users import create_user
+from webapp.accounts.users import create_user
 
 PASSWORD = "a long enough password 1"
 

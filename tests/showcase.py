@@ -14,9 +14,9 @@ from webapp.models import Delivery, Site, utcnow
 from webapp.news import check_news
 from webapp.protocol import normalize_url
 from webapp.sites import create_site, update_site
-from webapp.tokens import create_token
+from webapp.accounts.tokens import create_token
 from webapp.urls import check_url, save_news, save_url, write_url
-from webapp.users import create_user
+from webapp.accounts.users import create_user
 
 PASSWORD = "correct horse battery"
 BASE = "https://例え.jp/"

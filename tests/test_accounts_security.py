@@ -22,7 +22,7 @@ from tests.builders import csrf_token, served
 from webapp import models
 from webapp.errors import InvalidValue
 from webapp.models import User, utcnow
-from webapp.users import create_user, ensure_admin
+from webapp.accounts.users import create_user, ensure_admin
 
 PASSWORD = "correct horse"
 STRANGER, OWNER = "203.0.113.7", "198.51.100.2"  # two client addresses (documentation ranges)

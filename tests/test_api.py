@@ -16,8 +16,8 @@ from tests.builders import make_site, make_urls, served
 from tests.probes import wait_for as wait_until
 from tests.probes import waiting_on_locks
 from webapp.models import ApiToken, Delivery, Generation, Site, Url, UrlImage, User, utcnow
-from webapp.tokens import create_token
-from webapp.users import create_user
+from webapp.accounts.tokens import create_token
+from webapp.accounts.users import create_user
 
 pytestmark = pytest.mark.session_outside_app_context
 

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import negative_data_rejection
 
 from tests.builders import make_site, make_urls, served
-from webapp.tokens import create_token, digest
-from webapp.users import create_user
+from webapp.accounts.tokens import create_token, digest
+from webapp.accounts.users import create_user
 from webapp.views.api.spec import SPEC
 
 # The fuzzing token's secret is fixed, so that schemathesis itself sends it as the document's

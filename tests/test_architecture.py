@@ -107,8 +107,8 @@ def test_models_import_only_the_database_base():
 
 @pytest.mark.parametrize("package", ["webapp.sitemaps", "webapp.notify", "webapp.urls",
                                      "webapp.scheduler", "webapp.outbound", "webapp.jobs",
-                                     "webapp.sites", "webapp.leases", "webapp.tokens",
-                                     "webapp.users", "webapp.db", "webapp.config",
+                                     "webapp.sites", "webapp.leases", "webapp.accounts.tokens",
+                                     "webapp.accounts.users", "webapp.db", "webapp.config",
                                      "webapp.models", "webapp.protocol", "webapp.errors"])
 def test_domain_code_imports_no_views_and_no_commands(package):
     for module in (m for m in MODULES if _within(m, package)):

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from tests.sitemap_schema import NS, locs, parse
 from webapp import create_app
 from webapp.models import Url
-from webapp.users import find_user, verify_password
+from webapp.accounts.users import find_user, verify_password
 
 SHOP = "https://shop.example.com/"
 HEADER = "loc,lastmod,changefreq,priority\n"

@@ -24,9 +24,9 @@ from tests.conftest import ROOT
 from tests.probes import AppProcesses, wait_for
 from tests.test_notify import KEY, posted
 from webapp.models import Generation, Site
-from webapp.tokens import create_token
+from webapp.accounts.tokens import create_token
 from webapp.urls import import_urls
-from webapp.users import create_user
+from webapp.accounts.users import create_user
 
 GUNICORN = Path(sys.executable).with_name("gunicorn")
 

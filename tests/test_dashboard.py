@@ -28,7 +28,7 @@ from webapp.models import (
     utcnow,
 )
 from webapp.urls import health, save_url
-from webapp.users import create_user
+from webapp.accounts.users import create_user
 from webapp.views.http import IdConverter
 
 PASSWORD = "correct horse"

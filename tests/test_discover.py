@@ -174,7 +174,7 @@ def test_the_command_names_a_limit_out_of_range(runner, shop):
 def test_the_discover_page_names_bad_limits_and_patterns_and_accepts_all(app, session, shop):
     import re
 
-    from webapp.users import create_user
+    from webapp.accounts.users import create_user
 
     create_user(session, "ed@example.com", "correct horse", "editor")
     session.commit()

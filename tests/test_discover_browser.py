@@ -13,7 +13,7 @@ from sqlalchemy import select
 from tests import discover_website as website
 from tests.builders import CHROMIUM, make_site, served
 from webapp.models import Url
-from webapp.users import create_user
+from webapp.accounts.users import create_user
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "discover"
 

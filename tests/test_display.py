@@ -16,7 +16,7 @@ from webapp import jobs
 from webapp.models import Delivery, Site, Url
 from webapp.protocol import ProtocolError, normalize_url
 from webapp.urls import save_url
-from webapp.users import create_user
+from webapp.accounts.users import create_user
 from webapp.views.display import readable_url
 
 ENCODINGS = ["utf-8", "euc-jp", "shift_jis"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.builders import CHROMIUM, launch_chromium, served
-from webapp.users import create_user
+from webapp.accounts.users import create_user
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 

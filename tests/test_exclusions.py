@@ -18,7 +18,7 @@ from webapp.errors import InvalidValue
 from webapp.models import Site, Url
 from webapp.outbound import Policy
 from webapp.sites import site_settings, update_site
-from webapp.tokens import create_token
+from webapp.accounts.tokens import create_token
 from webapp.urls import Rules, import_opened, import_urls, open_import
 from webapp.urls.exclusions import (
     MAX_RULE_LENGTH,
@@ -28,7 +28,7 @@ from webapp.urls.exclusions import (
     program_size,
 )
 from webapp.urls.rule_cost import MAX_RULE_WORK
-from webapp.users import create_user
+from webapp.accounts.users import create_user
 
 SHOP = "https://shop.example.com/"
 RULES = {"exclude": "/tmp/*\\nre:\\.php$", "strip_params": "utm_*,gclid"}

@@ -6,7 +6,7 @@ import pytest
 from lxml import html
 
 from tests.builders import csrf_token, make_site, make_urls
-from webapp.users import create_user
+from webapp.accounts.users import create_user
 
 PASSWORD = "correct horse battery"
 

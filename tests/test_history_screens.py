@@ -16,7 +16,7 @@ from webapp import jobs
 from webapp.models import Delivery, Generation, utcnow
 from webapp.notify import ping
 from webapp.urls import save_url
-from webapp.users import create_user
+from webapp.accounts.users import create_user
 
 PAGES = {"overview": "/sites/shop", "engines": "/sites/shop/engines",
          "generations": "/sites/shop/generations", "generation": None,

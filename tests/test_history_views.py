@@ -18,7 +18,7 @@ from webapp.models import Delivery, Generation, User, utcnow
 from webapp.notify import ping
 from webapp.sitemaps import Limits
 from webapp.tasks import work
-from webapp.tokens import create_token
+from webapp.accounts.tokens import create_token
 from webapp.urls import save_url
 
 pytestmark = pytest.mark.session_outside_app_context

@@ -20,8 +20,8 @@ from tests.builders import csrf_token, make_site
 from webapp.errors import InvalidValue
 from webapp.models import User
 from webapp.said import english, render
-from webapp.tokens import create_token
-from webapp.users import create_user
+from webapp.accounts.tokens import create_token
+from webapp.accounts.users import create_user
 from webapp.views.dashboard.tasks import shown
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -213,7 +213,7 @@ def test_a_rule_is_said_in_the_pages_language_and_stays_english_as_a_rule(app):
 
 
 def create_user_with_bad_email():
-    from webapp.users import create_user as create
+    from webapp.accounts.users import create_user as create
 
     create(None, "nope", PASSWORD)
 

@@ -23,7 +23,7 @@ from webapp.outbound import OutboundError, Policy, fetch, send
 from webapp.said import english, render, said
 from webapp.sites import create_site
 from webapp.urls import save_url
-from webapp.users import create_user
+from webapp.accounts.users import create_user
 
 PASSWORD = "correct horse battery"
 

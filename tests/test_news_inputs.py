@@ -21,11 +21,11 @@ from webapp.news import check_news
 from webapp.outbound import Policy
 from webapp.sitemaps import get_store
 from webapp.sites import update_site
-from webapp.tokens import create_token
+from webapp.accounts.tokens import create_token
 from webapp.urls import csv_chunks, import_opened, import_urls, open_import, save_url
 from webapp.urls.edit import delete_urls
 from webapp.urls.news import save_news
-from webapp.users import create_user
+from webapp.accounts.users import create_user
 
 SHOP = "https://shop.example.com/"
 NEWS = {"news": "http://www.google.com/schemas/sitemap-news/0.9"}

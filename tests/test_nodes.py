@@ -18,7 +18,7 @@ from webapp import create_app, jobs
 from webapp.models import FileBody, FileBodyPart, StoredFile
 from webapp.sitemaps import get_store
 from webapp.urls import delete_url, save_url
-from webapp.users import create_user
+from webapp.accounts.users import create_user
 
 SHOP = "https://shop.example.com"
 # What every node of a deployment shares; each has its own INSTANCE_PATH (and so its cache).

@@ -22,8 +22,8 @@ from tests.builders import free_port, make_site, make_urls
 from tests.conftest import ROOT
 from webapp import create_app, jobs
 from webapp.models import utcnow
-from webapp.tokens import create_token
-from webapp.users import create_user
+from webapp.accounts.tokens import create_token
+from webapp.accounts.users import create_user
 
 
 def test_health_is_ok_when_the_database_answers_and_storage_is_writable(client):

@@ -37,9 +37,9 @@ from webapp.protocol import (
     normalize_url,
 )
 from webapp.sitemaps import get_store
-from webapp.tokens import create_token
+from webapp.accounts.tokens import create_token
 from webapp.urls import COLUMNS, ITEM_FIELDS, ImportFormatError, check_url, delete_urls, import_urls
-from webapp.users import create_user
+from webapp.accounts.users import create_user
 
 # (base_url as typed, encoding): IDN hosts, ports, path prefixes and non-UTF-8 encodings.
 SCOPES = [("https://shop.example.com/", "utf-8"), ("https://bücher.example/katalog/", "utf-8"),

@@ -27,9 +27,9 @@ from webapp.sitemaps import get_store
 from webapp.sitemaps import sections as sections_module
 from webapp.sitemaps.sections import MAX_SECTIONS, definitions, section_of
 from webapp.sites import site_settings, update_site
-from webapp.tokens import create_token
+from webapp.accounts.tokens import create_token
 from webapp.urls import delete_url, rule_matches, save_url
-from webapp.users import create_user
+from webapp.accounts.users import create_user
 
 SHOP = "https://shop.example.com/"
 SECTIONS = "blog /blog/\\nitems /shop/*/item-*\\nold re:^/(old|archive)/"

@@ -26,9 +26,9 @@ from webapp.db import session_scope
 from webapp.models import Delivery, Site, Url, User
 from webapp.outbound import OutboundError, Policy, fetch, refusal, send
 from webapp.sites import find_site
-from webapp.tokens import create_token
+from webapp.accounts.tokens import create_token
 from webapp.urls import ImportFormatError, import_urls, next_change_seq, open_import, save_url
-from webapp.users import create_user
+from webapp.accounts.users import create_user
 
 PASSWORD = "a long enough passphrase"
 

@@ -19,11 +19,12 @@ from tests.conftest import alembic_config
 from tests.test_api import Api
 from tests.test_dashboard import as_role, post  # noqa: F401  (fixtures)
 from tests.test_notify import service_account_file
-from webapp import jobs, notify, publish_guide, schedule_picker, sealing
+from webapp import jobs, notify, publish_guide, schedule_picker
+from webapp.accounts import sealing
 from webapp.db import make_engine
 from webapp.errors import InvalidValue
 from webapp.models import Delivery, ServiceAccountKey, Site, User
-from webapp.tokens import create_token
+from webapp.accounts.tokens import create_token
 
 SETTINGS = "/sites/shop/settings"
 
@@ -626,7 +627,7 @@ def test_a_sitemap_on_another_host_gets_a_block_per_host(session):
 def test_the_previews_follow_the_editing_and_the_pages_fit_a_phone(app, session, tmp_path):
     from tests.builders import served
     from tests.test_e2e import CHROMIUM, shot
-    from webapp.users import create_user
+    from webapp.accounts.users import create_user
 
     if not app.config["DATABASE_URL"].startswith("sqlite"):
         pytest.skip("the browser path is the same on both databases; it runs on SQLite")

@@ -20,7 +20,7 @@ from webapp.errors import NotFound
 from webapp.models import Delivery, Generation, Site, Url, User, utcnow
 from webapp.sitemaps import get_store
 from webapp.sites import delete_site
-from webapp.tokens import create_token
+from webapp.accounts.tokens import create_token
 from webapp.urls import (
     delete_locs,
     delete_url,
@@ -30,7 +30,7 @@ from webapp.urls import (
     save_url,
     upsert_urls,
 )
-from webapp.users import create_user
+from webapp.accounts.users import create_user
 
 pytestmark = pytest.mark.session_outside_app_context
 

@@ -10,7 +10,7 @@ from sqlalchemy import select
 from tests import test_dashboard
 from tests.builders import make_site
 from webapp.models import ApiToken
-from webapp.users import create_user
+from webapp.accounts.users import create_user
 
 # The dashboard tests' fixtures: signed-in clients.
 as_role, post = test_dashboard.as_role, test_dashboard.post

@@ -341,8 +341,8 @@ def test_settings_are_validated_named_and_shown(app, session, runner):
 
 def test_the_api_reads_and_changes_the_settings(app, session):
     from tests.test_api import Api
-    from webapp.tokens import create_token
-    from webapp.users import create_user
+    from webapp.accounts.tokens import create_token
+    from webapp.accounts.users import create_user
     site = make_site(session)
     user = create_user(session, "api@example.com", "correct horse", "editor")
     _, secret = create_token(session, user, "test", "write", None)

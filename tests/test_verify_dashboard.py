@@ -68,7 +68,7 @@ def test_the_page_fits_a_phone_in_english_and_japanese(app, session, verified,
         pytest.skip("the browser path is the same on both databases; it runs on SQLite")
     from playwright.sync_api import sync_playwright
 
-    from webapp.users import create_user
+    from webapp.accounts.users import create_user
     create_user(session, "admin@example.com", "correct horse", "admin")
     session.commit()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)

@@ -31,9 +31,9 @@ from webapp import create_app, jobs, leases, tasks
 from webapp.db import new_session
 from webapp.models import Generation, Site, Task, utcnow
 from webapp.sitemaps import get_store
-from webapp.tokens import create_token
+from webapp.accounts.tokens import create_token
 from webapp.urls import import_urls, save_url
-from webapp.users import create_user
+from webapp.accounts.users import create_user
 
 
 def generations(session, site) -> list[Generation]:

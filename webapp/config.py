@@ -270,7 +270,7 @@ def load(overrides: Mapping[str, object] | None = None, environ: Mapping[str, st
         settings["VERIFY_DELAY_MS"] = env_int("VERIFY_DELAY_MS", 250, minimum=0,
                                               maximum=60_000, environ=environ)
     if "CREDENTIALS_KEY" not in overrides:
-        # Seals the secrets stored in the database (webapp/sealing.py); unset: SECRET_KEY.
+        # Seals the secrets stored in the database (webapp/accounts/sealing.py); unset: SECRET_KEY.
         settings["CREDENTIALS_KEY"] = env_secret("CREDENTIALS_KEY", environ)
     if "CREDENTIALS_OLD_KEYS" not in overrides:
         # Keys used before (rotation): what they sealed still opens.

@@ -723,7 +723,7 @@ class ServiceAccountKey(Base):
     site_id: Mapped[int] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"),
                                          primary_key=True)
     client_email: Mapped[str] = mapped_column(String(320))
-    sealed: Mapped[str] = mapped_column(Text)  # the JSON key file, encrypted (webapp.sealing)
+    sealed: Mapped[str] = mapped_column(Text)  # the JSON key file, encrypted (webapp.accounts.sealing)
     uploaded_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
     def __repr__(self) -> str:

@@ -1,4 +1,4 @@
-"""`flask credentials ...`: the secrets stored sealed in the database (webapp/sealing.py)."""
+"""`flask credentials ...`: the secrets stored sealed in the database (webapp/accounts/sealing.py)."""
 
 from __future__ import annotations
 

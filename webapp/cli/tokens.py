@@ -9,8 +9,8 @@ from webapp.cli import friendly_errors
 from webapp.db import session_scope
 from webapp.models import MAX_ID, utcnow
 from webapp.sites import find_site
-from webapp.tokens import SCOPES, create_token, find_token, list_tokens, revoke
-from webapp.users import find_user
+from webapp.accounts.tokens import SCOPES, create_token, find_token, list_tokens, revoke
+from webapp.accounts.users import find_user
 
 group = AppGroup("tokens", help="Manage API tokens.")
 

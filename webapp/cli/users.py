@@ -8,7 +8,7 @@ from flask.cli import AppGroup
 
 from webapp.cli import friendly_errors
 from webapp.db import session_scope
-from webapp.users import ROLES, create_user, ensure_admin, find_user, set_password
+from webapp.accounts.users import ROLES, create_user, ensure_admin, find_user, set_password
 
 group = AppGroup("users", help="Manage dashboard accounts.")
 

@@ -1,7 +1,7 @@
 """The service account Search Console submissions act as, and the test of its connection.
 
 An admin uploads the account's JSON key file in the dashboard: it is checked, sealed
-(webapp.sealing) and never shown again. An operator may instead name a key file on the server
+(webapp.accounts.sealing) and never shown again. An operator may instead name a key file on the server
 (the `gsc_credentials` setting); an uploaded key wins over the file. "Test connection" makes a
 real token exchange at the key's token address and lists the properties the account sees.
 """
@@ -22,7 +22,7 @@ from google.oauth2 import service_account
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from webapp import sealing
+from webapp.accounts import sealing
 from webapp.errors import InvalidValue, rule_text
 from webapp.models import ServiceAccountKey, Site
 from webapp.outbound import OutboundError, Policy, is_http_url, send, token_transport

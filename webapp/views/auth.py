@@ -29,7 +29,7 @@ from werkzeug.security import generate_password_hash
 from webapp.db import get_session, session_scope
 from webapp.errors import unstorable
 from webapp.models import SignInThrottle, User, utcnow
-from webapp.users import SESSION_TOUCH, live_session, touch_session, verify_password
+from webapp.accounts.users import SESSION_TOUCH, live_session, touch_session, verify_password
 
 RANK = {"viewer": 0, "editor": 1, "admin": 2}
 ACCOUNT_FREE_FAILURES = 5  # attempts in a row at one e-mail from one address before a pause

@@ -1,6 +1,6 @@
 """The JSON API for content systems, under /api/v1: bearer tokens, JSON in and out.
 
-Every request but the OpenAPI document carries a token (webapp.tokens), which is checked and
+Every request but the OpenAPI document carries a token (webapp.accounts.tokens), which is checked and
 counted before the view runs. Errors have one shape whatever raised them:
 `{"error": {"status", "code", "message", "errors": [{"index"?, "field", "rule", "message"}]}}`.
 The OpenAPI document (spec.py) is the contract: request bodies are validated against it.
@@ -33,7 +33,7 @@ from webapp.errors import (
 )
 from webapp.leases import SiteBusy
 from webapp.models import Site, utcnow
-from webapp.tokens import Access, Refused, authenticate, rate_headers
+from webapp.accounts.tokens import Access, Refused, authenticate, rate_headers
 from webapp.views.api.spec import SPEC
 from webapp.views.http import csrf, json_error
 

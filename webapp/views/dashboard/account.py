@@ -15,7 +15,7 @@ from webapp.db import get_session
 from webapp.errors import InvalidValue, each_error
 from webapp.i18n import LANGUAGE_NAMES, language_for, timezones
 from webapp.models import User, utcnow
-from webapp.users import end_session, set_preferences, start_session
+from webapp.accounts.users import end_session, set_preferences, start_session
 from webapp.views.auth import SignedIn, SignInRefused, require, sign_in
 from webapp.views.dashboard import bp
 

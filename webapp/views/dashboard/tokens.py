@@ -12,7 +12,7 @@ from werkzeug.datastructures import MultiDict
 from webapp.db import get_session
 from webapp.errors import InvalidValue, each_error
 from webapp.models import ApiToken, Site, User, utcnow
-from webapp.tokens import SCOPES, create_token, list_tokens, revoke
+from webapp.accounts.tokens import SCOPES, create_token, list_tokens, revoke
 from webapp.views.auth import require
 from webapp.views.dashboard import bp
 from webapp.views.http import id_of

@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 from webapp.db import get_session
 from webapp.errors import InvalidValue, each_error
 from webapp.models import User
-from webapp.users import ROLES, create_user, set_password
+from webapp.accounts.users import ROLES, create_user, set_password
 from webapp.views.auth import require
 from webapp.views.dashboard import bp
 from webapp.views.dashboard.labels import role_name
