@@ -20,7 +20,8 @@ from tests.sitemap_schema import locs, parse
 from tests.test_exclusions import sign_in
 from tests.test_generate import all_published_locs, published
 from tests.test_incremental import bodies, index_lastmods, stored_bodies
-from webapp import jobs, publish_guide
+from webapp import jobs
+from webapp.sites import publish_guide
 from webapp.errors import InvalidValue
 from webapp.models import Generation, Site, Url
 from webapp.sitemaps import get_store

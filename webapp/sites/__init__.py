@@ -1,6 +1,8 @@
 """Sites: creating them, finding them, and changing their settings one validated field at a
 time. Settings that belong to a search engine are checked by that engine (`notify.SETTINGS`);
-the file names a site publishes, and that two sites in one folder share none, are `files`'."""
+the file names a site publishes, and that two sites in one folder share none, are `files`'.
+The dashboard's side of sites lives beside this door and is imported by name: `listing` (the
+site list), `setting_fields` (each setting's control) and `publish_guide` (proxy snippets)."""
 
 from __future__ import annotations
 

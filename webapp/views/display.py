@@ -129,6 +129,6 @@ def init_app(app: Flask) -> None:
 
 def changefreq_label(value: str | None) -> str:
     """A changefreq as a person reads it (`never（更新しない）`), or – for none."""
-    from webapp.setting_fields import CHANGEFREQ_LABELS
+    from webapp.sites.setting_fields import CHANGEFREQ_LABELS
 
     return str(CHANGEFREQ_LABELS.get(value, value)) if value else "–"

@@ -7,7 +7,7 @@ from sqlalchemy import select
 
 from webapp.db import get_session
 from webapp.models import ApiTokenSite, Generation, Site
-from webapp.site_list import latest_runs
+from webapp.sites.listing import latest_runs
 from webapp.sites import SETTINGS as TEXT_SETTINGS
 from webapp.sites import create_site, update_site
 from webapp.views.api import (

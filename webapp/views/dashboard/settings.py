@@ -15,14 +15,14 @@ from flask_babel import gettext as _
 from flask_login import current_user
 from sqlalchemy import select
 
-from webapp import notify, publish_guide, schedule_picker, setting_fields
+from webapp import notify, schedule_picker
 from webapp.db import get_session
 from webapp.errors import InvalidValue, NotAllowed, each_error
 from webapp.models import Site, utcnow
 from webapp.protocol import origin
 from webapp.sitemaps import get_store, sectioned
 from webapp.urls import Rules, health, over_cost
-from webapp.sites import SETTINGS, site_settings, update_site
+from webapp.sites import SETTINGS, publish_guide, setting_fields, site_settings, update_site
 from webapp.views.auth import demand, require
 from webapp.views.dashboard import bp, load_site
 from webapp.views.public import robots_txt_preview

@@ -9,14 +9,15 @@ from flask_babel import gettext as _
 from flask_babel import ngettext
 from sqlalchemy import func, select
 
-from webapp import notify, setting_fields, site_list, tasks
+from webapp import notify, tasks
 from webapp.db import get_session
 from webapp.errors import InvalidValue, each_error, in_english
 from webapp.models import Delivery, Generation, Site, utcnow
 from webapp.protocol import check_site_scope
 from webapp.said import render
 from webapp.sitemaps import get_store
-from webapp.sites import create_site, delete_site
+from webapp.sites import create_site, delete_site, setting_fields
+from webapp.sites import listing as site_list
 from webapp.urls import health
 from webapp.views.auth import require
 from webapp.views.dashboard import bp, charts, load_site
