@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "webapp"
 # Packages whose `__init__` names what the rest of the app may use.
 FRONT_DOORS = ("webapp.discover", "webapp.notify", "webapp.outbound", "webapp.scheduler",
-               "webapp.sitemaps", "webapp.urls", "webapp.views.public")
+               "webapp.schedules", "webapp.sitemaps", "webapp.urls", "webapp.views.public")
 # Libraries that send requests or speak HTTP: only the outbound package's modules may use them.
 HTTP_CLIENTS = ("requests", "urllib3", "http.client", "urllib.request", "httpx", "aiohttp",
                 "google.auth.transport", "h11")

@@ -511,7 +511,7 @@ def test_the_catalog_check_finds_missing_english_and_mismatched_translations():
     ("cron:*/5 1 * * *", "cron:*/5 1 * * *", "cron:*/5 1 * * *"),  # custom: as written
 ])
 def test_a_schedule_is_described_in_the_readers_words(app, schedule, english, japanese):
-    from webapp.schedule_picker import describe
+    from webapp.schedules.picker import describe
 
     for language, expected in (("en", english), ("ja", japanese)):
         with app.test_request_context(headers={"Accept-Language": language}):

@@ -16,7 +16,7 @@ from sqlalchemy import select
 from tests.builders import make_site
 from webapp import scheduler
 from webapp.models import Generation
-from webapp.scheduler import next_run
+from webapp.schedules import next_run
 
 # The nights of 2025: New York goes back at 02:00 EDT (01:00-02:00 is shown twice) and forward
 # at 02:00 EST (02:00-03:00 is skipped); Berlin goes back at 03:00 and forward at 02:00.

@@ -23,7 +23,7 @@ from webapp import create_app, jobs, scheduler
 from webapp.errors import InvalidValue
 from webapp.leases import SiteBusy, claim, new_owner, release
 from webapp.models import Delivery, Generation, utcnow
-from webapp.scheduler import check_schedule, next_run
+from webapp.schedules import check_schedule, next_run
 from webapp.sitemaps import get_store
 from webapp.sites import update_site
 from webapp.urls import import_urls, save_url

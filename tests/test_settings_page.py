@@ -19,7 +19,8 @@ from tests.conftest import alembic_config
 from tests.test_api import Api
 from tests.test_dashboard import as_role, post  # noqa: F401  (fixtures)
 from tests.test_notify import service_account_file
-from webapp import jobs, notify, schedule_picker
+from webapp import jobs, notify
+from webapp.schedules import picker as schedule_picker
 from webapp.accounts import sealing
 from webapp.sites import publish_guide
 from webapp.db import make_engine

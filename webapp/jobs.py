@@ -23,7 +23,7 @@ from webapp.errors import NotFound
 from webapp.leases import SiteBusy
 from webapp.models import UNFINISHED_RUN, Generation, Site, utcnow
 from webapp.said import Line, said, said_plural
-from webapp.scheduler import next_run
+from webapp.schedules import next_run
 from webapp.sitemaps import (
     Limits,
     Published,

@@ -1,8 +1,9 @@
-"""When work is due: site schedules as people write them (`schedules`), and the clock of the
-scheduler process that decides what is due and hands it to the workers (`clock`).
+"""The scheduler process: its clock decides what is due and hands it to the workers (`clock`).
+The schedule rules it reads are `webapp.schedules`'; nothing in the domain imports this
+package, which drives the work.
 
-Others use the names below, each loaded from its module on first use (PEP 562): the work
-itself (`jobs`) needs the schedule rules, and the clock needs the work.
+Others use the names below, each loaded from its module on first use (PEP 562), so that
+`flask --help` does not load the work the clock drives.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ from importlib import import_module
 _HOMES = {
     "SiteStatus": "clock", "add_jobs": "clock", "deliver_due": "clock",
     "enqueue_due_sites": "clock", "run_due_sites": "clock", "status": "clock",
-    "DEFAULT_SCHEDULE": "schedules", "check_schedule": "schedules",
-    "check_timezone": "schedules", "next_run": "schedules",
 }
 
 __all__ = [*_HOMES]

@@ -40,7 +40,7 @@ from webapp.protocol import (
     normalize_priority,
     normalize_sitemap_url,
 )
-from webapp.scheduler import DEFAULT_SCHEDULE, check_schedule, check_timezone, next_run
+from webapp.schedules import DEFAULT_SCHEDULE, check_schedule, check_timezone, next_run
 from webapp.sitemaps import SitemapStore
 from webapp.sitemaps import sections as site_sections
 from webapp.urls import next_change_seq, parse_exclude, parse_strip_params, show_exclude

@@ -13,7 +13,7 @@ from flask_babel import lazy_gettext as _l
 from flask_babel import lazy_pgettext
 from werkzeug.datastructures import MultiDict
 
-from webapp import schedule_picker
+from webapp.schedules import picker as schedule_picker
 from webapp.models import Site
 from webapp.protocol import CHANGEFREQS
 from webapp.sites import OPERATOR_SETTINGS, SETTINGS, site_settings

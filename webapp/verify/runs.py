@@ -27,7 +27,7 @@ from webapp.errors import NotFound
 from webapp.models import Site, Url, UrlCheck, VerifyRun, utcnow
 from webapp.outbound import Crawler, Policy
 from webapp.said import Line
-from webapp.scheduler import next_run
+from webapp.schedules import next_run
 from webapp.urls import next_change_seq
 from webapp.verify.check import OUTCOMES, Scope, Seen, check
 from webapp.verify.robots import robots_for

@@ -12,7 +12,7 @@ from sqlalchemy import select, update
 
 from webapp.db import new_session
 from webapp.models import Site
-from webapp.scheduler import next_run
+from webapp.schedules import next_run
 
 log = logging.getLogger(__name__)
 

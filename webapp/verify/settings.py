@@ -9,7 +9,7 @@ import re2
 
 from webapp.errors import InvalidValue, rule_text
 from webapp.outbound import USER_AGENT
-from webapp.scheduler import check_schedule
+from webapp.schedules import check_schedule
 
 LASTMOD_SOURCES = ("given", "content", "newest")
 LEAVE_OUT_CHOICES = ("broken", "redirected", "noindex", "canonical")

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from flask_babel import lazy_gettext as _l
 
-from webapp import notify, schedule_picker
+from webapp import notify
+from webapp.schedules import picker as schedule_picker
 from webapp.sites import setting_fields
 from webapp.views.dashboard import bp
 

@@ -15,7 +15,8 @@ from flask_babel import gettext as _
 from flask_login import current_user
 from sqlalchemy import select
 
-from webapp import notify, schedule_picker
+from webapp import notify
+from webapp.schedules import picker as schedule_picker
 from webapp.db import get_session
 from webapp.errors import InvalidValue, NotAllowed, each_error
 from webapp.models import Site, utcnow

@@ -1,6 +1,6 @@
 """The settings page's schedule picker: every N minutes, every N hours, daily at, weekly on,
-a custom schedule or off, written as the schedule text the scheduler reads (`every 30m`,
-`cron:0 3 * * *`, `off`; see webapp.scheduler), and the next runs it makes."""
+a custom schedule or off, written as the schedule text the rules read (`every 30m`,
+`cron:0 3 * * *`, `off`; see `rules`), and the next runs it makes."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from flask_babel import lazy_gettext as _l
 from flask_babel import ngettext
 
 from webapp.errors import InvalidValue, rule_text
-from webapp.scheduler import check_schedule, check_timezone, next_run
+from webapp.schedules.rules import check_schedule, check_timezone, next_run
 
 MODES = (("minutes", _l("Every N minutes")), ("hours", _l("Every N hours")),
          ("daily", _l("Daily at")), ("weekly", _l("Weekly on")),
