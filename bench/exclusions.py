@@ -23,7 +23,7 @@ from webapp.urls import MAX_ITEMS
 from webapp.urls.exclusions import Rules, program_size
 from webapp.urls.rule_cost import MAX_RULE_WORK, searched
 
-LONGEST = 2_048  # a loc's most characters (models.MAX_URL_LENGTH)
+LONGEST = 2_048  # a loc's most characters (models.URL_LENGTH)
 
 # The probe's rules: each 6,004 instructions, 0.3 s a URL; saved before the cap.
 BEFORE = tuple(f"re:({c}|{c}{c}){{0,1000}}$" for c in "abcd")
