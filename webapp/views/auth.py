@@ -38,8 +38,14 @@ MAX_LOCK = timedelta(hours=1)  # pauses double from 1 minute up to this
 FORGET_AFTER = timedelta(days=1)  # a key quiet this long starts counting again
 REFUSED = _l("Wrong e-mail address or password, or too many failed sign-ins: check both and "
              "try again in a few minutes.")
-# Checked when the e-mail is unknown: made like every stored hash, so it costs the same.
-_DUMMY_HASH = generate_password_hash("not a password", method="scrypt")
+
+@functools.cache
+def _dummy_hash() -> str:
+    """Checked when the e-mail is unknown: made like every stored hash, so it costs the same.
+    Made on the first sign-in, not at import: scrypt takes 32 MB and a tenth of a second,
+    which every CLI command and worker would pay for nothing."""
+    return generate_password_hash("not a password", method="scrypt")
+
 
 login_manager = LoginManager()
 login_manager.login_view = "dashboard.sign_in_page"
@@ -151,7 +157,7 @@ def sign_in(session: Session, email: str, password: str, address: str | None,
     _forget_quiet_keys(session, now)
     session.commit()
     user = None if unstorable(email) else session.scalar(select(User).where(User.email == email))
-    right = verify_password(user or User(password_hash=_DUMMY_HASH), password)
+    right = verify_password(user or User(password_hash=_dummy_hash()), password)
     if not (allowed and right and user is not None):
         raise SignInRefused(REFUSED)
     # A success clears the e-mail's count at this address, and takes back its own attempt from
