@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Collection, Mapping
+from importlib import import_module
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -13,14 +15,12 @@ def create_app(overrides: Mapping[str, object] | None = None) -> Flask:
     """Build the app; `overrides` replace settings read from the environment (tests use this)."""
     # Imported here, not above, so that `import webapp.protocol` stays light: the import
     # worker process needs the protocol rules and none of the web application.
-    from flask import Flask
-
     from webapp import cli, config, db, i18n, sitemaps, tasks
-    from webapp.views import api, auth, dashboard, display, http, icon, public, status
+    from webapp.views import Dashboard, auth, display, http, public
 
     settings = config.load(overrides)
-    app = Flask(__name__, instance_path=str(settings["INSTANCE_PATH"]),
-                template_folder="../templates")
+    app = Dashboard(__name__, instance_path=str(settings["INSTANCE_PATH"]),
+                    template_folder="../templates")
     app.config.update(settings)
     db.init_app(app)
     i18n.init_app(app)  # the language and timezone each request is answered in
@@ -31,8 +31,30 @@ def create_app(overrides: Mapping[str, object] | None = None) -> Flask:
     auth.init_app(app)
     display.init_app(app)  # template filters: URLs as people read them
     cli.init_app(app)
-    app.register_blueprint(dashboard.bp)
-    app.register_blueprint(api.bp)
-    app.register_blueprint(status.bp)
-    app.register_blueprint(icon.bp)
+    # Registered when the URL map is first read (a request, url_for): commands need none.
+    app.defer_views(["webapp.views.dashboard:bp", "webapp.views.api:bp",
+                     "webapp.views.status:bp", "webapp.views.icon:bp"])
     return app
+
+
+def front_door(package: str, homes: Mapping[str, str],
+               modules: Collection[str] = ()) -> Callable[[str], object]:
+    """The `__getattr__` (PEP 562) of a package's front door that loads each name it offers
+    from its module (`homes`: {name: module}) on first use, and each of `modules` as a whole.
+
+    A package's `__init__` says `__getattr__ = front_door(__name__, _HOMES)`, with `_HOMES` a
+    literal dict that tests/test_architecture.py reads. Importing the package then costs
+    nothing: a command or page loads only the modules of the names it uses."""
+    namespace = vars(sys.modules[package])
+
+    def __getattr__(name: str) -> object:
+        if name in modules:
+            value = import_module(f"{package}.{name}")
+        elif name in homes:
+            value = getattr(import_module(f"{package}.{homes[name]}"), name)
+        else:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        namespace[name] = value  # found directly from now on
+        return value
+
+    return __getattr__

@@ -191,6 +191,13 @@ def post_fork(server, worker) -> None:
         server.slots.take(worker)
 
 
+def post_worker_init(worker) -> None:
+    """The views are imported before the worker's first request, not during it."""
+    attach = getattr(worker.wsgi, "attach_views", None)
+    if attach is not None:
+        attach()
+
+
 def nworkers_changed(server, new_value, old_value) -> None:
     # Also called from the thread of gunicorn's control socket (`gunicornc worker remove`).
     if getattr(server, "slots", None) is not None and old_value and new_value < old_value:

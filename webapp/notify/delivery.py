@@ -23,15 +23,12 @@ from sqlalchemy.orm import Session
 from webapp.db import new_session
 from webapp.errors import NotFound
 from webapp.models import Delivery, Site, utcnow
-from webapp.notify import gsc, indexnow, ledger, ping
+from webapp.notify import ledger
+from webapp.notify.engines import ENGINES
 from webapp.outbound import OutboundError, address
 
 log = logging.getLogger(__name__)
 
-# Every engine, in the order its records are planned. Each module says what it announces
-# (`ANNOUNCES`: changed URLs or the sitemap), why it cannot send though set up (`blocked`),
-# where a record goes (`destination`) and sends one record with `deliver`.
-ENGINES = {"indexnow": indexnow, "gsc": gsc, "ping": ping}
 MAX_LANES = 16  # destination hosts sent to at once by one deliver()
 LOOK_AGAIN = 0.5  # seconds between looks for records that fell due while lanes run
 

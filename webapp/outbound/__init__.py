@@ -27,7 +27,7 @@ html       a fetched page's charset and libxml2's tree of it, in linear time
 
 from __future__ import annotations
 
-from importlib import import_module
+from webapp import front_door
 
 # Each name others may use, and the module that defines it. Each is loaded from its module on
 # first use (PEP 562): a command that only reads an OutboundError loads neither requests,
@@ -48,9 +48,4 @@ _HOMES = {
 __all__ = list(_HOMES)
 
 
-def __getattr__(name: str) -> object:
-    if name not in _HOMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{_HOMES[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = front_door(__name__, _HOMES)

@@ -8,7 +8,7 @@ Others use the names below, each loaded from its module on first use (PEP 562), 
 
 from __future__ import annotations
 
-from importlib import import_module
+from webapp import front_door
 
 _HOMES = {
     "SiteStatus": "clock", "add_jobs": "clock", "deliver_due": "clock",
@@ -18,9 +18,4 @@ _HOMES = {
 __all__ = [*_HOMES]
 
 
-def __getattr__(name: str) -> object:
-    if name not in _HOMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{_HOMES[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = front_door(__name__, _HOMES)

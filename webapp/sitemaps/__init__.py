@@ -9,31 +9,38 @@ compares two of them. Others use the names below.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from flask import Flask, current_app
 
+from webapp import front_door
 from webapp.db import new_session
-from webapp.sitemaps.build import STYLESHEET, Limits, SitemapLimitError, replace_file
-from webapp.sitemaps.generate import Published, generate_site, republish_site
-from webapp.sitemaps.history import diff
-from webapp.sitemaps.news import news_sitemap_names, news_stem
-from webapp.sitemaps.publish import (
-    MissingBody,
-    PublishedFile,
-    PublishedSet,
-    SitemapStore,
-    published_forward,
-)
-from webapp.sitemaps.sectioned import assign as assign_sections
-from webapp.sitemaps.small_sites import is_small, record_small_sets, write_small_sites
 
-__all__ = ["STYLESHEET", "Limits", "MissingBody", "Published", "PublishedFile", "PublishedSet",
-           "SitemapLimitError", "SitemapStore", "assign_sections", "diff", "generate_site",
-           "get_store", "init_app", "is_small", "news_sitemap_names", "news_stem",
-           "published_forward",
-           "record_small_sets", "replace_file", "republish_site", "write_small_sites"]
+if TYPE_CHECKING:
+    from webapp.sitemaps.publish import SitemapStore
+
+# Each name others may use, and its module: loaded on first use (PEP 562).
+_HOMES = {
+    "STYLESHEET": "build", "Limits": "build", "SitemapLimitError": "build",
+    "replace_file": "build",
+    "Published": "generate", "generate_site": "generate", "republish_site": "generate",
+    "diff": "history",
+    "news_sitemap_names": "news", "news_stem": "news",
+    "MissingBody": "publish", "PublishedFile": "publish", "PublishedSet": "publish",
+    "SitemapStore": "publish", "published_forward": "publish",
+    "assign_sections": "sectioned",
+    "is_small": "small_sites", "record_small_sets": "small_sites",
+    "write_small_sites": "small_sites",
+}
+
+__getattr__ = front_door(__name__, _HOMES)
+
+__all__ = ["get_store", "init_app", *_HOMES]
 
 
 def init_app(app: Flask) -> None:
+    from webapp.sitemaps.publish import SitemapStore
+
     app.extensions["sitemap_store"] = SitemapStore(
         app.config["SITEMAPS_DIR"], lambda: new_session(app),
         ttl=app.config["PUBLISHED_TTL_SECONDS"])

@@ -2,7 +2,7 @@
 written section by section, reusing the last set's unchanged files.
 
 - Each URL's section is stored (`urls.section`, "" for none) so that a section is read with
-  one indexed query (site, section, id). `assign` computes it for URLs new since the last
+  one indexed query (site, section, id). `assign_sections` computes it for URLs new since the last
   run, and for every URL when the definition changed (`sites.sections_assigned` remembers
   which one the column holds). A URL's loc never changes, so its section changes only with
   the definition, and the definition is part of a set's layout: a new one is a full run.
@@ -31,7 +31,7 @@ from webapp.sitemaps.sections import definitions, file_stem, group_of, groups, s
 ASSIGN_BATCH = 10_000
 
 
-def assign(session: Session, site: Site, upto_seq: int | None = None) -> bool:
+def assign_sections(session: Session, site: Site, upto_seq: int | None = None) -> bool:
     """Store the section of each URL of the site that needs one: every URL when the
     definition changed since the column was computed, else those without one (new URLs, and
     with `upto_seq` only those changed at or before it). True when anything was written."""
@@ -147,7 +147,7 @@ def write_files(session: Session, site: Site, shape: str, kept: Callable[[int], 
     """Write the site's files group by group, reusing the last set's unchanged files;
     `entries(section, after, upto)` gives a section's URLs in an id range. URLs changed
     after `upto_seq` (the run's change number) and not assigned yet wait for the next run."""
-    assign(session, site, upto_seq)
+    assign_sections(session, site, upto_seq)
     per_group = counts(session, site)
     stem = site.sitemap_url.rsplit("/", 1)[-1].removesuffix(".xml")
     check_index_size(sum(-(-n // limits.max_urls) for n in per_group.values()), limits)

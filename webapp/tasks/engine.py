@@ -9,6 +9,7 @@ lease and asks again whether it is due, an announcement is claimed before it is 
 
 from __future__ import annotations
 
+import threading
 import weakref
 from pathlib import Path
 
@@ -40,6 +41,22 @@ def redelivers(app: Flask) -> bool:
     when a worker takes it. (When only a worker's child process dies, its parent gives the
     task back at once on every broker: task_reject_on_worker_lost.)"""
     return app.config["CELERY_BROKER_URL"].startswith(("amqp://", "amqps://", "pyamqp://"))
+
+
+def celery_of(app: Flask) -> Celery:
+    """The app's Celery application, made the first time work is queued or a worker starts."""
+    celery = app.extensions.get("celery")
+    if celery is None:
+        with _making:
+            celery = app.extensions.get("celery")
+            if celery is None:
+                from webapp.tasks.work import TASKS  # the work's domains, loaded with it
+
+                celery = app.extensions["celery"] = make_celery(app, TASKS)
+    return celery
+
+
+_making = threading.Lock()
 
 
 def make_celery(app: Flask, tasks: dict) -> Celery:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from celery import Celery
 from flask import Flask
 from kombu.exceptions import OperationalError as BrokerError
 from sqlalchemy import or_, select, update
@@ -17,6 +16,7 @@ from webapp import jobs
 from webapp.db import after_commit, new_session
 from webapp.models import Site, Task, utcnow
 from webapp.tasks import records
+from webapp.tasks.engine import celery_of
 
 log = logging.getLogger(__name__)
 
@@ -35,10 +35,6 @@ PUBLISH_RETRY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5,
 
 class QueueUnavailable(Exception):
     """The broker did not take the task."""
-
-
-def celery_of(app: Flask) -> Celery:
-    return app.extensions["celery"]
 
 
 def enqueue(app: Flask, name: str, *args, countdown: float | None = None, **kwargs) -> bool:

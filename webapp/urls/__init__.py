@@ -15,7 +15,7 @@ worker process of a large import, which needs `csv_rows` alone, loads none of th
 
 from __future__ import annotations
 
-from importlib import import_module
+from webapp import front_door
 
 # Each name others may use, and the module that defines it.
 _HOMES = {
@@ -51,12 +51,4 @@ _MODULES = ("health", "hreflang", "videos")  # used as a whole: health.warnings(
 __all__ = [*_MODULES, *_HOMES]
 
 
-def __getattr__(name: str) -> object:
-    if name in _MODULES:
-        value = import_module(f"{__name__}.{name}")
-    elif name in _HOMES:
-        value = getattr(import_module(f"{__name__}.{_HOMES[name]}"), name)
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
+__getattr__ = front_door(__name__, _HOMES, _MODULES)

@@ -8,6 +8,12 @@ dashboard shows, `schedule` what the clock queues, and `settings` the site setti
 
 from __future__ import annotations
 
-from webapp.verify.runs import Summary, VerifyBusy, verify_site
+from webapp import front_door
+
+# Each name others may use, and its module: loaded on first use (PEP 562), so that generation,
+# which asks `publishing`, loads neither the crawler nor lxml.
+_HOMES = {"Summary": "runs", "VerifyBusy": "runs", "verify_site": "runs"}
+
+__getattr__ = front_door(__name__, _HOMES)
 
 __all__ = ["Summary", "VerifyBusy", "verify_site"]
