@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from cryptography.fernet import Fernet, InvalidToken, MultiFernet
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+if TYPE_CHECKING:
+    from cryptography.fernet import Fernet, MultiFernet
+
+# cryptography (9 MB) is imported where a secret is sealed or opened, not above: the modules
+# that import this one are loaded by every page and command, and few of them open a secret.
 
 _PURPOSE = b"sitemap-dashboard: sealed credentials"
 
@@ -24,6 +27,10 @@ class CannotOpen(Exception):
 
 def _fernet(secret: str) -> Fernet:
     """A Fernet key derived from any secret text: the same text always gives the same key."""
+    from cryptography.fernet import Fernet
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
     derived = HKDF(algorithm=hashes.SHA256(), length=32, salt=None,
                    info=_PURPOSE).derive(secret.encode())
     return Fernet(base64.urlsafe_b64encode(derived))
@@ -31,6 +38,8 @@ def _fernet(secret: str) -> Fernet:
 
 def _keys(config: Mapping) -> MultiFernet:
     """The current key first (it seals), then the old ones (they only open)."""
+    from cryptography.fernet import MultiFernet
+
     current = config.get("CREDENTIALS_KEY") or config["SECRET_KEY"]
     return MultiFernet([_fernet(current),
                         *(_fernet(old) for old in config.get("CREDENTIALS_OLD_KEYS", ()))])
@@ -41,6 +50,8 @@ def seal(config: Mapping, data: bytes) -> str:
 
 
 def unseal(config: Mapping, sealed: str) -> bytes:
+    from cryptography.fernet import InvalidToken
+
     try:
         return _keys(config).decrypt(sealed.encode("ascii"))
     except InvalidToken:
@@ -51,6 +62,8 @@ def unseal(config: Mapping, sealed: str) -> bytes:
 
 def reseal(config: Mapping, sealed: str) -> str:
     """The same secret sealed under the current key (CannotOpen when no key opens it)."""
+    from cryptography.fernet import InvalidToken
+
     try:
         return _keys(config).rotate(sealed.encode("ascii")).decode("ascii")
     except InvalidToken:

@@ -14,18 +14,24 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-import google.auth.exceptions
 from flask_babel import gettext as _
-from google.oauth2 import service_account
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from webapp.accounts import sealing
 from webapp.errors import InvalidValue, rule_text
 from webapp.models import ServiceAccountKey, Site
-from webapp.outbound import OutboundError, Policy, is_http_url, send, token_transport
+from webapp.outbound import OutboundError, Policy, is_http_url, send
+
+if TYPE_CHECKING:
+    import google.auth.exceptions
+    from google.oauth2 import service_account
+
+# google-auth (and the cryptography it signs with) is imported where a key is read or used,
+# not above: every page and command that only names an engine's settings would load it.
 
 SCOPES = ["https://www.googleapis.com/auth/webmasters"]
 GOOGLE_HOSTS = frozenset({"www.googleapis.com", "searchconsole.googleapis.com"})
@@ -76,6 +82,8 @@ class AccountProblem(Exception):
 
 def load_credentials(path: str) -> service_account.Credentials:
     """The service account in a key file on the server, or a clear reason why it is not one."""
+    from google.oauth2 import service_account
+
     try:
         with open(path, encoding="utf-8") as handle:
             info = json.load(handle)
@@ -140,6 +148,8 @@ def read_key_file(data: bytes, config: Mapping) -> dict:
         raise AccountProblem(_("The key file's token_uri %(uri)s is not Google's token "
                                "address %(google)s: download the key again from Google Cloud.",
                                uri=info["token_uri"][:200], google=GOOGLE_TOKEN_URI))
+    from google.oauth2 import service_account
+
     try:
         service_account.Credentials.from_service_account_info(info, scopes=SCOPES)
     except (ValueError, TypeError, KeyError, AttributeError):
@@ -204,12 +214,18 @@ def _load(site: Site, config: Mapping) -> service_account.Credentials:
         raise AccountProblem(_("The key file's token_uri %(uri)s is not Google's token "
                                "address %(google)s: download the key again from Google Cloud.",
                                uri=str(info.get("token_uri"))[:200], google=GOOGLE_TOKEN_URI))
+    from google.oauth2 import service_account
+
     return service_account.Credentials.from_service_account_info(info, scopes=SCOPES)
 
 
 def refresh(account: service_account.Credentials, config: Mapping) -> None:
     """Get an access token from the key's token address (a signed grant; through outbound).
     OutboundError says why not, permanent unless trying again may help."""
+    import google.auth.exceptions
+
+    from webapp.outbound import token_transport
+
     transport = token_transport(Policy.of(config))
     try:
         with _lock, transport.session:

@@ -1,12 +1,14 @@
 """The blocking requests: an announcement or pre-flight (`send`), a file to import (`fetch`)
 and a page as a crawler sees it (`get_page`), each through a guarded session within its total
-deadline, redirects never followed and what is read of the answer capped."""
+deadline, redirects never followed and what is read of the answer capped.
+
+The session module (requests and urllib3) is imported by the request that needs it: the
+engines' modules import these functions, and most commands and pages send nothing."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-
-import requests
+from typing import TYPE_CHECKING
 
 from webapp.outbound import reasons
 from webapp.outbound.answers import (
@@ -18,8 +20,10 @@ from webapp.outbound.answers import (
     retry_after_seconds,
 )
 from webapp.outbound.guard import Policy
-from webapp.outbound.session import FAILURES, failed, guarded
 from webapp.said import Line, english
+
+if TYPE_CHECKING:
+    import requests
 
 
 def send(method: str, url: str, policy: Policy, *,
@@ -32,6 +36,8 @@ def send(method: str, url: str, policy: Policy, *,
     the app only talks to addresses that someone configured.
     """
     meanings = meanings or {}
+    from webapp.outbound.session import FAILURES, failed, guarded
+
     with guarded(policy, url, policy.timeout) as (session, watch):
         try:
             with session.request(method, url, json=json, timeout=policy.timeout,
@@ -59,6 +65,8 @@ def fetch(url: str, policy: Policy, *, max_bytes: int) -> bytes:
     """GET a file (a sitemap to import) through the same rules, within ten times the policy's
     deadline (a file may be 50 MB), refusing one larger than `max_bytes`."""
     seconds = 10 * policy.timeout
+    from webapp.outbound.session import FAILURES, failed, guarded
+
     with guarded(policy, url, seconds) as (session, watch):
         try:
             with session.get(url, timeout=policy.timeout, allow_redirects=False,
@@ -87,6 +95,8 @@ def get_page(url: str, policy: Policy, *, max_bytes: int = MAX_BODY,
 
     Raises OutboundError only when there is no answer: refused, unreachable, out of time.
     """
+    from webapp.outbound.session import FAILURES, failed, guarded
+
     with guarded(policy, url, policy.timeout) as (session, watch):
         try:
             headers = {"User-Agent": user_agent} if user_agent else None

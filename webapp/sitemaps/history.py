@@ -6,8 +6,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lxml import etree
-
 from webapp.protocol import SITEMAP_NS
 from webapp.sitemaps.publish import PublishedFile, PublishedSet
 
@@ -26,6 +24,8 @@ class Diff:
 def _entries(published: PublishedSet, local: Callable[[PublishedFile], Path],
              ) -> Iterator[tuple[str, tuple]]:
     """(loc, everything else written for it) for every URL in the set's urlset files."""
+    from lxml import etree  # loaded by the first comparison, not by every run that imports jobs
+
     for file in sorted(published.files.values(), key=lambda f: f.name):
         if file.kind != "urlset":
             continue

@@ -25,7 +25,6 @@ from collections.abc import Callable, Iterator
 from typing import BinaryIO, NamedTuple
 from urllib.parse import urlsplit
 
-from lxml import etree
 
 from webapp.news import NEWS_NS
 from webapp.outbound import OutboundError, Policy, fetch
@@ -104,6 +103,8 @@ def _name(element, file: str) -> str:
         prefix = element.tag.partition(":")[0]
         raise ImportFormatError(f"{file} is not well-formed XML: line {element.sourceline}: "
                                 + _ERRORS["NS_ERR_UNDEFINED_NAMESPACE"][1].format(prefix))
+    from lxml import etree
+
     qname = etree.QName(element)
     prefix = PREFIXES.get(qname.namespace or "")
     return f"{prefix}{qname.localname}" if prefix is not None else \
@@ -145,6 +146,8 @@ def _entries(source: bytes | BinaryIO, name: str,
              not_kept: Counter) -> Iterator[tuple[str, Entry]]:
     """(the file's kind, 'urlset' or 'sitemapindex'; an entry) for each <url> or <sitemap>,
     as the file is read: nothing of it is held but the entry."""
+    from lxml import etree  # loaded by the first sitemap read, not by the pages that import it
+
     parser_options = {"resolve_entities": False, "no_network": True, "huge_tree": False,
                       "remove_comments": True}
     root_tag = None

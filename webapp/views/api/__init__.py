@@ -15,7 +15,6 @@ import re
 from datetime import datetime
 
 from flask import Blueprint, current_app, g, jsonify, request
-from jsonschema import Draft202012Validator
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError, OperationalError
 from werkzeug.exceptions import BadRequest, RequestEntityTooLarge, UnsupportedMediaType
@@ -175,7 +174,7 @@ def load_site(slug: str) -> Site:
     return site
 
 
-_validators: dict[str, Draft202012Validator] = {}
+_validators: dict[str, object] = {}  # a jsonschema validator per schema
 
 
 def request_json() -> object:
@@ -220,6 +219,8 @@ def json_body(schema: str) -> dict:
                        errors[:100])
     validator = _validators.get(schema)
     if validator is None:
+        from jsonschema import Draft202012Validator  # loaded by the first body checked
+
         validator = Draft202012Validator({"$ref": f"#/components/schemas/{schema}",
                                           "components": SPEC["components"]})
         _validators[schema] = validator

@@ -3,6 +3,7 @@ docstring for what it serves where), and the memory of small bodies it keeps."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import threading
@@ -10,7 +11,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 
-from lxml import etree
 from sqlalchemy.exc import SQLAlchemyError
 from werkzeug.http import http_date, parse_date, parse_etags
 from werkzeug.wsgi import FileWrapper
@@ -90,9 +90,17 @@ def _display_url(_context, loc: str) -> str:
     return readable_url(loc)
 
 
-# The server-side view shows URLs decoded, as the dashboard does (display:url in the stylesheet).
-_TRANSFORM = etree.XSLT(etree.parse(str(STYLESHEET)),
-                        extensions={("urn:sitemap-dashboard:display", "url"): _display_url})
+@functools.cache
+def _transform():
+    """The sitemap stylesheet, compiled by the first view a browser asks for, not by every
+    process that serves (or runs a command). The server-side view shows URLs decoded, as the
+    dashboard does (display:url in the stylesheet)."""
+    from lxml import etree
+
+    return etree.XSLT(etree.parse(str(STYLESHEET)),
+                      extensions={("urn:sitemap-dashboard:display", "url"): _display_url})
+
+
 # Part of each cached rendering's name, so that a changed stylesheet is rendered afresh.
 VIEW_VERSION = hashlib.sha256(STYLESHEET.read_bytes()).hexdigest()[:12]
 _transform_lock = threading.Lock()  # an XSLT object must not run in two threads at once
@@ -104,10 +112,12 @@ def render_html(path, folder: str = "", view: str = "", language: str = "en") ->
     With `folder` (where the site's sitemap files are published) and `view` (where their
     views are), links from an index lead to the views of its files; its words in `language`.
     """
+    from lxml import etree  # loaded by the first view, not by every process that serves
+
     document = etree.parse(str(path), etree.XMLParser(resolve_entities=False, no_network=True,
                                                       huge_tree=True))
     with _transform_lock:
-        return bytes(_TRANSFORM(document, folder=etree.XSLT.strparam(folder),
+        return bytes(_transform()(document, folder=etree.XSLT.strparam(folder),
                                 view=etree.XSLT.strparam(view),
                                 **{name: etree.XSLT.strparam(text)
                                    for name, text in view_words.words(language).items()}))
