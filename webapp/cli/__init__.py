@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import functools
+from importlib import import_module
 
 import click
 from flask import Flask
+from flask.cli import AppGroup
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
 from webapp.errors import InvalidValue, NotFound
-from webapp.leases import SiteBusy
-from webapp.urls import ImportFormatError
+
+
+def _refusals() -> tuple[type[Exception], ...]:
+    """The errors that say what was wrong with the input. Read when a command fails, so that
+    a command that imports neither leases nor imports does not load them to succeed."""
+    from webapp.leases import SiteBusy
+    from webapp.urls import ImportFormatError
+
+    return InvalidValue, NotFound, ImportFormatError, SiteBusy
 
 
 def friendly_errors(command):
@@ -20,7 +29,7 @@ def friendly_errors(command):
     def wrapper(*args, **kwargs):
         try:
             return command(*args, **kwargs)
-        except (InvalidValue, NotFound, ImportFormatError, SiteBusy) as exc:
+        except _refusals() as exc:
             raise click.ClickException(str(exc)) from None
         except IntegrityError:
             raise click.ClickException("another change to the same data was saved at the same "
@@ -41,24 +50,31 @@ def friendly_errors(command):
     return wrapper
 
 
-def init_app(app: Flask) -> None:
-    from webapp.cli import (
-        credentials,
-        discover,
-        notify,
-        scheduler,
-        sitemaps,
-        sites,
-        tokens,
-        urls,
-        users,
-        verify,
-        worker,
-    )
+# Each command's name and where it is defined: imported when it runs (or `--help` lists it), so
+# that a command loads only what it uses, not every other command's domain.
+COMMANDS = {
+    "sites": "sites:group", "urls": "urls:group", "sitemaps": "sitemaps:group",
+    "notifications": "notify:group", "notify": "notify:notify_command",
+    "scheduler": "scheduler:group", "worker": "worker:worker", "users": "users:group",
+    "tokens": "tokens:group", "credentials": "credentials:group",
+    "discover": "discover:discover_command", "verify": "verify:verify_command",
+}
 
-    for module in (sites, urls, sitemaps, notify, scheduler, users, tokens, credentials):
-        app.cli.add_command(module.group)
-    app.cli.add_command(notify.notify_command)
-    app.cli.add_command(worker.worker)
-    app.cli.add_command(discover.discover_command)
-    app.cli.add_command(verify.verify_command)
+
+class LazyCommands(AppGroup):
+    """`app.cli` with the commands above imported on first use (click's lazy group pattern)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *COMMANDS})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in COMMANDS and name not in self.commands:
+            module, attribute = COMMANDS[name].split(":")
+            self.add_command(getattr(import_module(f"{__name__}.{module}"), attribute), name)
+        return super().get_command(ctx, name)
+
+
+def init_app(app: Flask) -> None:
+    commands = LazyCommands(app.cli.name)
+    commands.commands.update(app.cli.commands)
+    app.cli = commands
