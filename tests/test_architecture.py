@@ -171,6 +171,26 @@ def test_front_doors_name_what_they_export(package):
     assert not missing, f"{package} names {missing} but has no such thing"
 
 
+def _shadowed_exports(package: str) -> list[str]:
+    """Names a lazy front door exports that are also its modules' names: importing the module
+    makes Python set the package's attribute to the module, and the export is lost."""
+    return sorted(name for name in _lazy_homes(package) if f"{package}.{name}" in MODULES)
+
+
+@pytest.mark.parametrize("package", sorted(p for p in MODULES if _is_package(p)))
+def test_no_lazy_export_is_named_like_a_module_of_its_package(package):
+    assert not _shadowed_exports(package), "give the module or the export another name"
+
+
+def test_an_export_named_like_its_module_is_found(tmp_path, monkeypatch):
+    """discover's `crawl` is a function in its module `crawl`: behind a lazy door, the first
+    import of the module replaced it (found by the prefork worker tests)."""
+    door = tmp_path / "__init__.py"
+    door.write_text('_HOMES = {"crawl": "crawl", "accept": "review"}\n')
+    monkeypatch.setitem(MODULES, "webapp.discover", door)
+    assert _shadowed_exports("webapp.discover") == ["crawl"]
+
+
 def test_the_import_worker_loads_only_the_row_rules():
     # Large imports check rows in a spawned process (urls/importing.py): it must start fast.
     loaded = subprocess.run(

@@ -4,13 +4,8 @@ leaves, to accept or ignore (`review`). Others use the names below."""
 
 from __future__ import annotations
 
-from webapp import front_door
-
-# Each name others may use, and its module: loaded on first use (PEP 562).
-_HOMES = {"CrawlReport": "crawl", "Limits": "crawl", "check_limits": "crawl", "crawl": "crawl",
-          "accept": "review", "counts": "review", "ignore": "review", "rows": "review"}
-
-__getattr__ = front_door(__name__, _HOMES)
+from webapp.discover.crawl import CrawlReport, Limits, check_limits, crawl
+from webapp.discover.review import accept, counts, ignore, rows
 
 __all__ = ["CrawlReport", "Limits", "accept", "check_limits", "counts", "crawl", "ignore",
            "rows"]
