@@ -45,6 +45,7 @@ $(STAMP): pyproject.toml
 # in the instance folder (no broker to install). Ctrl-C stops all three; the scheduler and the
 # worker finish the work in hand first.
 run: install
+	$(BIN)/flask --app webapp config init
 	$(BIN)/alembic upgrade head
 	$(BIN)/flask --app webapp users ensure-admin
 	$(BIN)/flask --app webapp scheduler run & scheduler=$$!; \
@@ -59,8 +60,7 @@ run: install
 # gunicorn, or only `flask --app webapp worker`) against the same three settings.
 # GET /healthz answers the load balancer.
 run-prod: install
-	@case "$$DATABASE_URL" in postgres*) ;; *) echo "run-prod needs DATABASE_URL=postgresql://..." >&2; exit 2;; esac
-	@case "$$CELERY_BROKER_URL" in redis*|amqp*) ;; *) echo "run-prod needs CELERY_BROKER_URL=redis://... or amqp://..." >&2; exit 2;; esac
+	@$(BIN)/flask --app webapp config check-production
 	$(BIN)/alembic upgrade head
 	$(BIN)/flask --app webapp users ensure-admin --bind $(BIND)
 	$(BIN)/flask --app webapp scheduler run & scheduler=$$!; \

@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -224,3 +226,103 @@ def test_an_uploaded_import_waits_in_a_folder_of_its_owners_only(as_role, app, s
     instance = Path(app.config["INSTANCE_PATH"])
     assert (instance / "uploads").is_dir()
     assert exposed(instance) == []
+
+
+# INSTANCE_PATH/settings.env: one file every process reads, beneath the environment.
+
+def write_settings(folder: Path, text: str) -> Path:
+    path = folder / "settings.env"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_the_settings_file_is_read_and_the_environment_wins_over_it(tmp_path):
+    from webapp.config import read
+    write_settings(tmp_path, "# a comment\nOUTBOUND_ALLOW=127.0.0.1\nexport NOTIFY_TIMEOUT='20'\n"
+                   "VERIFY_TIMEOUT=30\n")
+    reading = read(environ={"INSTANCE_PATH": str(tmp_path), "VERIFY_TIMEOUT": "40",
+                            "NOTIFY_TIMEOUT": "  "})
+    assert [str(n) for n in reading.settings["OUTBOUND_ALLOW"]] == ["127.0.0.1/32"]
+    assert reading.settings["NOTIFY_TIMEOUT"] == 20  # a blank variable is unset: the file's
+    assert reading.settings["VERIFY_TIMEOUT"] == 40
+    assert reading.sources["OUTBOUND_ALLOW"] == "settings file"
+    assert reading.sources["VERIFY_TIMEOUT"] == "environment"
+    assert reading.sources["API_RATE_LIMIT"] == "default"
+    assert reading.said() == (f"settings: read {tmp_path / 'settings.env'} (2 set there: "
+                              "NOTIFY_TIMEOUT, OUTBOUND_ALLOW); the environment wins over it")
+
+
+def test_without_a_settings_file_the_environment_and_defaults_are_read(tmp_path):
+    from webapp.config import read
+    reading = read(environ={"INSTANCE_PATH": str(tmp_path)})
+    assert not reading.found and reading.settings["OUTBOUND_ALLOW"] == ()
+    assert reading.said() == f"settings: no {tmp_path / 'settings.env'}; the environment and the defaults"
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("OUTBOUND_ALOW=127.0.0.1\n", "OUTBOUND_ALOW is not a setting of this app"),
+    ("OUTBOUND_ALLOW\n", "OUTBOUND_ALLOW has no value: write NAME=value"),
+    ("INSTANCE_PATH=/srv/other\n", "INSTANCE_PATH cannot be set in the file it locates"),
+    ("PORT=8000\n", "PORT is read by make, before any file"),
+    ("NOTIFY_TIMEOUT=forever\n", "NOTIFY_TIMEOUT='forever' is not a whole number"),
+])
+def test_a_settings_file_with_a_name_or_value_that_cannot_be_used_stops_loading(tmp_path, text,
+                                                                                 words):
+    path = write_settings(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load(environ={"INSTANCE_PATH": str(tmp_path)})
+    assert words in str(caught.value)
+    assert str(path) in str(caught.value) or "NOTIFY_TIMEOUT" in str(caught.value)
+
+
+def run_flask(tmp_path, *args, **environment):
+    """`flask --app webapp ARGS` in a process whose environment names only the instance."""
+    keep = {name: value for name, value in os.environ.items()
+            if not name.isupper() or name in ("PATH", "HOME", "LANG", "PYTHONDONTWRITEBYTECODE")}
+    return subprocess.run([str(Path(sys.executable).parent / "flask"), "--app", "webapp", *args],
+                          env={**keep, "INSTANCE_PATH": str(tmp_path), **environment},
+                          capture_output=True, text=True, timeout=120, cwd=Path(__file__).parents[1])
+
+
+def test_config_show_says_where_each_setting_came_from_and_hides_secrets(tmp_path):
+    write_settings(tmp_path, "OUTBOUND_ALLOW=127.0.0.1\nCREDENTIALS_KEY=a-key-of-sixteen-or-more\n"
+                   "CELERY_BROKER_URL=redis://:hunter2hunter2@redis.internal:6379/0\n")
+    done = run_flask(tmp_path, "config", "show", NOTIFY_TIMEOUT="25")
+    assert done.returncode == 0, done.stderr
+    lines = {line.split()[0]: line for line in done.stdout.splitlines()[1:]}
+    assert lines["OUTBOUND_ALLOW"].split()[1:] == ["127.0.0.1/32", "[settings", "file]"]
+    assert lines["NOTIFY_TIMEOUT"].split()[1:] == ["25", "[environment]"]
+    assert lines["VERIFY_TIMEOUT"].split()[1:] == ["10", "[default]"]
+    assert "(set, hidden)" in lines["CREDENTIALS_KEY"] and "(set, hidden)" in lines["SECRET_KEY"]
+    assert "redis://:***@redis.internal:6379/0" in lines["CELERY_BROKER_URL"]
+    assert "hunter2" not in done.stdout and "a-key-of-sixteen" not in done.stdout
+    assert done.stdout.startswith(f"settings: read {tmp_path / 'settings.env'} (3 set there")
+
+
+def test_config_init_writes_a_commented_file_once_for_its_owner(tmp_path):
+    first = run_flask(tmp_path, "config", "init")
+    path = tmp_path / "settings.env"
+    assert first.returncode == 0 and f"wrote {path}" in first.stdout
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    text = path.read_text()
+    assert "# OUTBOUND_ALLOW=127.0.0.1" in text
+    assert all(not line.strip() or line.startswith("#") for line in text.splitlines())
+    path.write_text(text + "OUTBOUND_ALLOW=127.0.0.1\n")
+    second = run_flask(tmp_path, "config", "init")
+    assert second.returncode == 0 and "is there already" in second.stdout
+    assert path.read_text().endswith("OUTBOUND_ALLOW=127.0.0.1\n")  # kept as the owner wrote it
+
+
+def test_migrations_and_commands_use_the_database_the_settings_file_names(tmp_path):
+    database = tmp_path / "elsewhere.db"
+    write_settings(tmp_path, f"DATABASE_URL=sqlite:///{database}\n")
+    keep = {name: value for name, value in os.environ.items() if name != "DATABASE_URL"}
+    done = subprocess.run([str(Path(sys.executable).parent / "alembic"), "upgrade", "head"],
+                          env={**keep, "INSTANCE_PATH": str(tmp_path)}, capture_output=True,
+                          text=True, timeout=120, cwd=Path(__file__).parents[1])
+    assert done.returncode == 0, done.stderr
+    created = run_flask(tmp_path, "sites", "create", "Shop", "https://shop.example.com/")
+    assert created.returncode == 0, created.stderr
+    assert not (tmp_path / "sitemaps.db").exists()  # the default database was never made
+    listed = run_flask(tmp_path, "sites", "list", DATABASE_URL="")
+    assert "shop" in listed.stdout, listed.stderr  # a blank variable leaves the file's

@@ -111,14 +111,15 @@ def test_run_prod_serves_with_workers_and_a_scheduler_and_stops_on_sigterm(
 def test_run_prod_refuses_a_broker_that_is_not_redis_or_rabbitmq(postgresql_url, tmp_path):
     done = subprocess.run(["make", "--no-print-directory", "run-prod"], cwd=ROOT,
                           env={**os.environ, "DATABASE_URL": postgresql_url,
-                               "CELERY_BROKER_URL": ""},
+                               "CELERY_BROKER_URL": "", "INSTANCE_PATH": str(tmp_path)},
                           capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and "needs CELERY_BROKER_URL=redis://" in done.stderr
 
 
 def test_run_prod_refuses_a_database_that_is_not_postgresql(tmp_path):
     done = subprocess.run(["make", "--no-print-directory", "run-prod"], cwd=ROOT,
-                          env={**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path}/x.db"},
+                          env={**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path}/x.db",
+                               "INSTANCE_PATH": str(tmp_path)},
                           capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and "needs DATABASE_URL=postgresql://" in done.stderr
 

@@ -72,3 +72,14 @@ def test_every_kind_of_task_runs_on_a_prefork_worker(deployment, site, live_site
     assert "Traceback" not in said and "daemonic" not in said, said
     if kind in ("discover", "verify"):  # the worker's child read the live site itself
         assert "/a" in {request.path for request, _ in live_site.log[asked:]}
+
+
+def test_the_worker_says_which_settings_file_it_read(deployment):  # noqa: F811
+    """Every process logs the settings file it read (here there is none: the deployment's
+    settings are its environment)."""
+    from pathlib import Path
+
+    from tests.probes import wait_for
+
+    expected = f"settings: no {Path(deployment.app.config['INSTANCE_PATH']) / 'settings.env'}"
+    wait_for(lambda: expected in deployment.log(), 60, "the worker's first lines")

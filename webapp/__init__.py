@@ -18,10 +18,12 @@ def create_app(overrides: Mapping[str, object] | None = None) -> Flask:
     from webapp import cli, config, db, i18n, sitemaps, tasks
     from webapp.views import Dashboard, auth, display, http, public
 
-    settings = config.load(overrides)
+    reading = config.read(overrides)  # the environment over INSTANCE_PATH/settings.env
+    settings = reading.settings
     app = Dashboard(__name__, instance_path=str(settings["INSTANCE_PATH"]),
                     template_folder="../templates")
     app.config.update(settings)
+    app.extensions["settings"] = reading  # `config show`, and the line each process logs
     db.init_app(app)
     i18n.init_app(app)  # the language and timezone each request is answered in
     sitemaps.init_app(app)

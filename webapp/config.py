@@ -1,7 +1,10 @@
-"""Every setting, read from the environment by small typed helpers that fail loudly.
+"""Every setting, read by small typed helpers that fail loudly, from the environment and from
+one file, `INSTANCE_PATH/settings.env`, that every process reads: the web server, workers, the
+scheduler, gunicorn and each command. A variable set in the environment wins over the file.
 
-`load()` returns a plain mapping; `create_app(config)` passes overrides by argument, so tests
-never touch the process environment. Every variable here is documented in docs/configuration.md.
+`load()` returns a plain mapping (`read()` also says where each value came from);
+`create_app(config)` passes overrides by argument, so tests never touch the process environment.
+Every variable here is documented in docs/configuration.md.
 """
 
 from __future__ import annotations
@@ -10,7 +13,8 @@ import ipaddress
 import os
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -124,8 +128,10 @@ def instance_path(environ: Mapping[str, str] = os.environ) -> Path:
     return Path(env_str("INSTANCE_PATH", str(PROJECT_ROOT / "instance"), environ)).resolve()
 
 
-def database_url(environ: Mapping[str, str] = os.environ) -> str:
-    """The database URL from DATABASE_URL, else a SQLite file in the instance folder."""
+def database_url(environ: Mapping[str, str] | None = None) -> str:
+    """The database URL from DATABASE_URL, else a SQLite file in the instance folder. Without
+    `environ`, the process's environment over the settings file (Alembic's migrations)."""
+    environ = environment() if environ is None else environ
     raw = env_str("DATABASE_URL", environ=environ)
     if raw is None:
         return f"sqlite:///{instance_path(environ) / 'sitemaps.db'}"
@@ -180,15 +186,148 @@ def persistent_secret_key(folder: Path) -> str:
     return key
 
 
+SETTINGS_FILE = "settings.env"
+# What `make run` writes on its first run (`flask --app webapp config init`).
+SETTINGS_TEMPLATE = """\
+# Settings of this instance, read by every process it runs: the web server, the workers, the
+# scheduler and each `flask --app webapp` command. One KEY=value a line; a variable set in the
+# environment wins over this file. Every setting: docs/configuration.md.
+# `flask --app webapp config show` prints each value and where it came from.
+
+# To try the dashboard against a site on this machine (http://127.0.0.1:8000/, say), let the
+# server send requests to it: imports, verification, discovery and announcements go only
+# to public addresses unless they are listed here.
+# OUTBOUND_ALLOW=127.0.0.1
+
+# Production: PostgreSQL and a broker every machine reaches (see docs/deployment.md).
+# DATABASE_URL=postgresql://sitemaps:password@db.internal:5432/sitemaps
+# CELERY_BROKER_URL=redis://redis.internal:6379/0
+"""
+
+
+MAKE_SETTINGS = ("PORT", "WORKERS", "BIND")  # the Makefile's: the port and gunicorn's workers
+
+
+class _Asked(dict):
+    """The environment as settings read it, remembering each name asked for."""
+
+    def __init__(self, values: Mapping[str, str]):
+        super().__init__(values)
+        self.asked: set[str] = set()
+
+    def get(self, name, default=None):
+        self.asked.add(name)
+        return super().get(name, default)
+
+
+def file_settings(path: Path) -> dict[str, str]:
+    """The KEY=value lines of a settings file (python-dotenv: comments, quotes and `export`
+    as in a shell); empty when there is no file. A line without a value is refused."""
+    if not path.is_file():
+        return {}
+    from dotenv import dotenv_values  # loaded by the processes that read a file
+
+    values = dotenv_values(path, interpolate=False, encoding="utf-8")
+    unset = sorted(name for name, value in values.items() if value is None)
+    if unset:
+        raise ConfigError(f"{path}: {', '.join(unset)} has no value: write NAME=value")
+    if "INSTANCE_PATH" in values:
+        raise ConfigError(f"{path}: INSTANCE_PATH cannot be set in the file it locates; set it "
+                          "in the environment")
+    made = sorted(set(values) & set(MAKE_SETTINGS))
+    if made:
+        raise ConfigError(f"{path}: {', '.join(made)} is read by make, before any file: set it "
+                          f"in the environment or on make's command line (make run PORT=8000)")
+    return dict(values)
+
+
+def _merged(environ: Mapping[str, str], from_file: Mapping[str, str]) -> dict[str, str]:
+    """The file's values under the environment's: a variable set (not blank) wins."""
+    return {**from_file, **{name: value for name, value in environ.items() if value.strip()}}
+
+
+def environment(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The environment with the instance's settings file beneath it (what `load` reads)."""
+    return _merged(environ, file_settings(instance_path(environ) / SETTINGS_FILE))
+
+
+@dataclass
+class Reading:
+    """What `read` found: the settings, where each came from, and the file it read."""
+
+    settings: dict
+    sources: dict[str, str]  # name: "environment", "settings file", "default" or "given"
+    file: Path
+    found: bool  # whether the file was there
+
+    def said(self) -> str:
+        """One line for a process's log: which file it read."""
+        if self.found:
+            named = sorted(name for name, source in self.sources.items()
+                           if source == "settings file")
+            return (f"settings: read {self.file} ({len(named)} set there"
+                    f"{': ' + ', '.join(named) if named else ''}); the environment wins over it")
+        return f"settings: no {self.file}; the environment and the defaults"
+
+
+SECRETS = ("SECRET_KEY", "CREDENTIALS_KEY", "CREDENTIALS_OLD_KEYS")
+
+
+def shown_value(name: str, value: object) -> str:
+    """A setting's value as `config show` prints it: secrets masked, passwords in URLs too."""
+    if name in SECRETS:
+        return "(set, hidden)" if value else "(unset)"
+    text = ", ".join(map(str, value)) if isinstance(value, tuple) else str(value)
+    return re.sub(r"://([^:/@]*):[^@/]*@", r"://\1:***@", text)
+
+
+def rows(reading: Reading) -> Iterator[tuple[str, str, str]]:
+    """(name, value as shown, where it came from) of every setting, by name."""
+    for name in sorted(reading.sources):
+        yield name, shown_value(name, reading.settings.get(name)), reading.sources[name]
+
+
 def load(overrides: Mapping[str, object] | None = None, environ: Mapping[str, str] = os.environ) -> dict:
-    """All settings: overrides first, then the environment, then defaults."""
-    overrides = dict(overrides or {})
-    folder = private_folder(Path(overrides.get("INSTANCE_PATH") or instance_path(environ)))
+    """All settings: overrides first, then the environment, then the settings file, then
+    defaults."""
+    return read(overrides, environ).settings
+
+
+def read(overrides: Mapping[str, object] | None = None,
+         environ: Mapping[str, str] = os.environ) -> Reading:
+    """`load`, saying where each setting came from and which file was read. A name in the file
+    that is no setting is refused (a typo would otherwise be ignored)."""
+    given = dict(overrides or {})
+    folder = private_folder(Path(given.get("INSTANCE_PATH") or instance_path(environ)))
+    path = folder / SETTINGS_FILE
+    from_file = file_settings(path)
+    asked = _Asked(_merged(environ, from_file))
+    settings = _settings(given, asked, folder)
+    unknown = sorted(set(from_file) - asked.asked)
+    if unknown:
+        raise ConfigError(f"{path}: {', '.join(unknown)} is not a setting of this app (see "
+                          "docs/configuration.md)")
+    sources = {}
+    for name in asked.asked | set(given) | {"INSTANCE_PATH"}:
+        if name in given:
+            sources[name] = "given"
+        elif env_str(name, environ=environ) is not None:
+            sources[name] = "environment"
+        elif (from_file.get(name) or "").strip():
+            sources[name] = "settings file"
+        else:
+            sources[name] = "default"
+    return Reading(settings, sources, path, path.is_file())
+
+
+def _settings(overrides: dict, environ: Mapping[str, str], folder: Path) -> dict:
     settings: dict[str, object] = {"INSTANCE_PATH": str(folder)}
     if "DATABASE_URL" in overrides:
         settings["DATABASE_URL"] = normalize_database_url(str(overrides.pop("DATABASE_URL")))
     else:
-        settings["DATABASE_URL"] = database_url({**environ, "INSTANCE_PATH": str(folder)})
+        raw = env_str("DATABASE_URL", environ=environ)
+        settings["DATABASE_URL"] = (normalize_database_url(raw) if raw is not None
+                                    else f"sqlite:///{folder / 'sitemaps.db'}")
     if "SECRET_KEY" not in overrides:
         settings["SECRET_KEY"] = env_str("SECRET_KEY", environ=environ) or persistent_secret_key(folder)
     if "SITEMAPS_DIR" not in overrides:

@@ -192,10 +192,12 @@ def post_fork(server, worker) -> None:
 
 
 def post_worker_init(worker) -> None:
-    """The views are imported before the worker's first request, not during it."""
+    """The views are imported before the worker's first request, not during it; the worker
+    says which settings file it read."""
     attach = getattr(worker.wsgi, "attach_views", None)
     if attach is not None:
         attach()
+        worker.log.info(worker.wsgi.extensions["settings"].said())
 
 
 def nworkers_changed(server, new_value, old_value) -> None:

@@ -58,6 +58,7 @@ COMMANDS = {
     "scheduler": "scheduler:group", "worker": "worker:worker", "users": "users:group",
     "tokens": "tokens:group", "credentials": "credentials:group",
     "discover": "discover:discover_command", "verify": "verify:verify_command",
+    "config": "config:group",
 }
 
 

@@ -30,6 +30,7 @@ def scheduler_run(once):
         click.echo(f"{len(generations)} sites generated")
         return
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("webapp.config").info(current_app.extensions["settings"].said())
     logging.getLogger("apscheduler").setLevel(logging.WARNING)  # not a line per tick
     runner = BlockingScheduler(timezone="UTC")
     scheduler.add_jobs(runner, app)

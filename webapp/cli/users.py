@@ -52,4 +52,5 @@ def users_ensure_admin(bind: str | None):
     else:
         click.echo(f"The admin account is {email} (for a new password, run "
                    f"flask --app webapp users set-password {email}).")
+    click.echo(current_app.extensions["settings"].said())
     click.echo(f"Sign in at http://{host}:{port}/sign-in with that e-mail address.")

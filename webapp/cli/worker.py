@@ -22,6 +22,7 @@ def worker(celery_args):
     app = current_app._get_current_object()
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(processName)s %(name)s: %(message)s")
+    logging.getLogger("webapp.config").info(app.extensions["settings"].said())
     celery = tasks.celery_of(app)
     broker = app.config["CELERY_BROKER_URL"] or "the embedded queue in the instance folder"
     click.echo(f"worker taking tasks from {broker.split('@')[-1]}", err=True)
