@@ -10,6 +10,7 @@ schema of its own in that database and drops it at the end.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterator
 from contextlib import nullcontext
@@ -18,17 +19,48 @@ from pathlib import Path
 import pytest
 from alembic import command
 from alembic.config import Config
+from flask import Flask
+from jinja2 import BytecodeCache
 from pytest_httpserver import HTTPServer
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from webapp import create_app
+from webapp import create_app, users
 from webapp.config import normalize_database_url
 from webapp.db import Base, make_engine
 
 ROOT = Path(__file__).resolve().parent.parent
 POSTGRESQL_URL = os.environ.get("TEST_POSTGRESQL_URL")
 REDIS_URL = os.environ.get("TEST_REDIS_URL")
+
+
+class CompiledTemplates(BytecodeCache):
+    """The templates compiled once per test process: every test makes an app of its own, and
+    each app's Jinja environment would otherwise parse and compile every template it renders
+    again (a few hundred ms a test that shows dashboard pages). Jinja's own bytecode cache,
+    checked against each template's source, so an edited template is compiled anew."""
+
+    def __init__(self) -> None:
+        self.compiled: dict[str, bytes] = {}
+
+    def load_bytecode(self, bucket) -> None:
+        if bucket.key in self.compiled:
+            bucket.bytecode_from_string(self.compiled[bucket.key])
+
+    def dump_bytecode(self, bucket) -> None:
+        self.compiled[bucket.key] = bucket.bytecode_to_string()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def compiled_templates() -> Iterator[None]:
+    """Every app of the test process (`app`, and those tests make themselves) shares one
+    CompiledTemplates; the apps' processes (workers, servers) compile their own, as in
+    production."""
+    patch = pytest.MonkeyPatch()
+    patch.setattr(Flask, "jinja_options", {**Flask.jinja_options,
+                                           "bytecode_cache": CompiledTemplates()})
+    yield
+    patch.undo()
 
 
 def alembic_config(url: str) -> Config:
@@ -129,6 +161,30 @@ def app(database_url, tmp_path):
     })
     yield app
     app.extensions["db_engine"].dispose()
+
+
+# Tests about passwords and signing in, which hash and check passwords at the cost production
+# pays; every other test makes its accounts with a cheap scrypt (see `password_hash_cost`).
+PRODUCTION_HASH_MODULES = {"tests.test_accounts_security"}
+PRODUCTION_HASH_NAMES = re.compile(r"password|sign_in|sign_out")
+CHEAP_SCRYPT = "scrypt:128:8:1"  # N=128 instead of werkzeug's 32768: about 1 ms, not 100+
+
+
+@pytest.fixture(autouse=True)
+def password_hash_cost(request, monkeypatch):
+    """Accounts made by a test that is not about passwords get a cheap scrypt hash: same
+    algorithm and format, a lower work factor, checked by the same code (the parameters are
+    stored in the hash). A sign-in costs two hashes at production's cost, a few hundred ms on
+    a busy core; the tests about passwords and signing in (PRODUCTION_HASH_*) and every
+    process a test starts keep production's cost."""
+    if request.node.module.__name__ in PRODUCTION_HASH_MODULES or \
+            PRODUCTION_HASH_NAMES.search(request.node.name):
+        return
+    real = users.generate_password_hash
+    monkeypatch.setattr(users, "generate_password_hash",
+                        lambda password, method="scrypt", salt_length=16:
+                        real(password, CHEAP_SCRYPT if method == "scrypt" else method,
+                             salt_length))
 
 
 @pytest.fixture(scope="session")
