@@ -25,7 +25,8 @@ from pytest_httpserver import HTTPServer
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from webapp import create_app, users
+from webapp import create_app
+from webapp.accounts import users
 from webapp.config import normalize_database_url
 from webapp.db import Base, make_engine
 
