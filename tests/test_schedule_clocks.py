@@ -44,7 +44,7 @@ def ticks(zone: str, day: date, every: timedelta):
 def runs(schedule: str, zone: str, day: date, tick: timedelta = timedelta(minutes=5)) -> list[str]:
     """The runs a clock ticking every `tick` makes around `day`, each named by the time it was
     due as the clocks of `zone` show it. A site is due when its next_run_at has come, and its
-    next run is counted from the tick that ran it (jobs.due and jobs._generate_if_due)."""
+    next run is counted from the tick that ran it (jobs.due and jobs.run._generate_if_due)."""
     made, next_run_at = [], None
     for now in ticks(zone, day, tick):
         if next_run_at is None or next_run_at <= now:

@@ -336,7 +336,7 @@ def test_a_small_site_with_sections_is_generated_on_its_own_not_in_a_batch(app, 
     save_url(session, plain, "https://plain.example.com/a")
     session.commit()
 
-    outcome = jobs._regenerate_small_sites(app, [shop.id, plain.id], LATER)
+    outcome = jobs.batch._regenerate_small_sites(app, [shop.id, plain.id], LATER)
 
     assert shop.id not in outcome and outcome[plain.id] == "succeeded"
     assert session.scalar(select(Generation.id).where(Generation.site_id == shop.id)) is None

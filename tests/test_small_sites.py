@@ -282,7 +282,7 @@ def test_a_batch_run_a_newer_set_overtook_is_superseded_and_its_files_forgotten(
     site = make_site(session)
     make_urls(session, site, 2)
     due_now(session, site)
-    record = jobs.record_small_sets
+    record = jobs.batch.record_small_sets
     newer = {}
 
     def and_a_newer_set_meanwhile(session_, store, runs):
@@ -296,7 +296,7 @@ def test_a_batch_run_a_newer_set_overtook_is_superseded_and_its_files_forgotten(
                          .values(published_generation_id=later.id))
         newer["id"] = later.id
 
-    monkeypatch.setattr(jobs, "record_small_sets", and_a_newer_set_meanwhile)
+    monkeypatch.setattr(jobs.batch, "record_small_sets", and_a_newer_set_meanwhile)
     assert jobs.generate_many_if_due([site.id], app) == {site.id: "superseded"}
     session.expire_all()
     assert session.get(Site, site.id).published_generation_id == newer["id"]
@@ -346,7 +346,7 @@ def test_a_batch_that_fails_leaves_nothing_and_each_site_is_run_on_its_own(
         calls.append(1)
         raise RuntimeError("the disk is on fire")
 
-    monkeypatch.setattr(jobs, "record_small_sets", broken)
+    monkeypatch.setattr(jobs.batch, "record_small_sets", broken)
     outcome = jobs.generate_many_if_due([s.id for s in sites], app)
     assert calls and outcome == {s.id: "succeeded" for s in sites}
     for site in sites:  # one run each, of their own: the batch's records were rolled back

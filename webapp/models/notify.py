@@ -95,7 +95,7 @@ class ServiceAccountKey(Base):
     site_id: Mapped[int] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"),
                                          primary_key=True)
     client_email: Mapped[str] = mapped_column(String(320))
-    sealed: Mapped[str] = mapped_column(Text)  # the JSON key file, encrypted (webapp.accounts.sealing)
+    sealed: Mapped[str] = mapped_column(Text)  # the JSON key file, encrypted (accounts.sealing)
     uploaded_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
     def __repr__(self) -> str:
