@@ -11,7 +11,7 @@ from flask import Flask
 
 from webapp import jobs, tasks
 from webapp.models import Delivery, Site, utcnow
-from webapp.news import check_news
+from webapp.protocol.news import check_news
 from webapp.protocol import normalize_url
 from webapp.sites import create_site, update_site
 from webapp.accounts.tokens import create_token

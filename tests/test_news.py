@@ -13,7 +13,7 @@ from tests.sitemap_schema import locs, parse
 from webapp import jobs, scheduler
 from webapp.errors import InvalidValue
 from webapp.models import Delivery, Site, Url, UrlNews
-from webapp.news import NewsData, check_news, check_news_language, normalize_publication_date
+from webapp.protocol.news import NewsData, check_news, check_news_language, normalize_publication_date
 from webapp.sitemaps import get_store, small_sites
 from webapp.sitemaps.news import articles
 from webapp.sites import update_site

@@ -17,7 +17,7 @@ from tests.sitemap_schema import locs, parse
 from webapp import jobs
 from webapp.errors import InvalidValue
 from webapp.models import Site, Url, UrlNews
-from webapp.news import check_news
+from webapp.protocol.news import check_news
 from webapp.outbound import Policy
 from webapp.sitemaps import get_store
 from webapp.sites import update_site

@@ -116,7 +116,7 @@ class Site(Timestamps, Base):
     verify_next_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     user_agent: Mapped[str | None] = mapped_column(String(300))
     verify_ignore: Mapped[str | None] = mapped_column(Text)
-    # Google News (webapp.news): the publication's name and language; a site with a name
+    # Google News (webapp.protocol.news): the publication's name and language; a site with a name
     # publishes a news sitemap of its articles of the last two days.
     news_name: Mapped[str | None] = mapped_column(String(200))
     news_language: Mapped[str | None] = mapped_column(String(7))

@@ -1,6 +1,6 @@
 """A news publisher's news sitemap: `<stem>-news.xml` (then `<stem>-news-2.xml`, ...) beside
 the site's urlset files, listed in its index, holding the articles published in the last two
-days, at most 1,000 per file (webapp.news has Google's rules).
+days, at most 1,000 per file (webapp.protocol.news has Google's rules).
 
 The urlset files list the same URLs as ever; the news files are written anew at every run
 (they hold two days of articles, a few thousand URLs at most), and the run records when the
@@ -19,7 +19,7 @@ from pathlib import Path
 from sqlalchemy import Connection, select
 
 from webapp.models import Site, Url, UrlCheck, UrlNews
-from webapp.news import (
+from webapp.protocol.news import (
     MAX_NEWS_PER_FILE,
     NEWS_NS,
     ages_out_at,

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from sqlalchemy import delete, func, or_, select
 from sqlalchemy.orm import Session
 
-from webapp import news, notify
+from webapp import notify
 from webapp.sites import files as site_files
 from webapp.db import after_commit
 from webapp.errors import (
@@ -40,6 +40,7 @@ from webapp.protocol import (
     normalize_priority,
     normalize_sitemap_url,
 )
+from webapp.protocol import news
 from webapp.schedules import DEFAULT_SCHEDULE, check_schedule, check_timezone, next_run
 from webapp.sitemaps import SitemapStore
 from webapp.sitemaps import sections as site_sections

@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterator, Sequence
 
 from webapp.errors import InvalidValue, rule_text, said_of
-from webapp.news import NEWS_COLUMNS, news_cells
+from webapp.protocol.news import NEWS_COLUMNS, news_cells
 from webapp.protocol import (
     FIELD_RULES,
     LANG_URL_RULE,

@@ -14,7 +14,7 @@ from sqlalchemy import exists, select
 from sqlalchemy.orm import Session
 
 from webapp.models import Site, Url, UrlAlternate, UrlImage, UrlNews, UrlVideo
-from webapp.news import NEWS_COLUMNS
+from webapp.protocol.news import NEWS_COLUMNS
 from webapp.urls.csv_rows import CSV_COLUMNS, export_row
 from webapp.urls.news import news_of
 from webapp.urls.video_cells import VIDEO_COLUMNS

@@ -35,7 +35,7 @@ from webapp.urls.by_loc import stored_by_loc
 from webapp.urls.changes import count_live, hold_site, next_change_seq
 from webapp.verify.publishing import counts_as_change
 from webapp.urls.children import Children, write_children
-from webapp.news import NewsData
+from webapp.protocol.news import NewsData
 from webapp.urls.csv_rows import CSV_COLUMNS, EXTENSION_COLUMNS, MAX_ROW_CHARS, validate_text
 from webapp.urls.csv_rows import FIELDS as COLUMNS  # the columns a URL's own row stores
 from webapp.urls.encodings import undecodable

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from webapp.errors import InvalidValue, Note, rule_text
 from webapp.models import Site, Url, UrlNews
-from webapp.news import NEWS_NS, NewsData, check_news
+from webapp.protocol.news import NEWS_NS, NewsData, check_news
 from webapp.urls.by_loc import stored_by_loc
 from webapp.urls.changes import next_change_seq
 from webapp.urls.children import IN_CHUNK

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 from webapp.errors import InvalidValue, Note, each_error, rule_text
 from webapp.models import Site
 from webapp.said import Line, said
-from webapp.news import NewsData
+from webapp.protocol.news import NewsData
 from webapp.protocol import (
     FIELD_RULES,
     check_text,

@@ -26,7 +26,7 @@ from typing import BinaryIO, NamedTuple
 from urllib.parse import urlsplit
 
 
-from webapp.news import NEWS_NS
+from webapp.protocol.news import NEWS_NS
 from webapp.outbound import OutboundError, Policy, fetch
 from webapp.protocol import IMAGE_NS, SITEMAP_NS, VIDEO_NS, XHTML_NS
 from webapp.urls.capped import CappedReader

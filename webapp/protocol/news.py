@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from webapp.errors import InvalidValue, rule_text
-from webapp.protocol import check_text, normalize_lastmod
+from webapp.protocol.common import check_text
+from webapp.protocol.fields import normalize_lastmod
 
 WINDOW = timedelta(days=2)  # an article is listed while it is at most this old
 MAX_NEWS_PER_FILE = 1_000

@@ -1,72 +1,23 @@
-"""The sitemaps.org 0.9 rules, as pure functions: validate and normalise what goes into a sitemap.
-
-Every `normalize_*` function takes what a person typed (or a file held) and returns the one form
-the generator writes, or raises `ProtocolError` naming the field, the value and the rule.
-The rules and their sources are in PROTOCOL.md; section numbers below refer to it.
-"""
+"""Locations (§1.2, §3): absolute, percent-encoded in the site's encoding, in scope; a
+site's base and sitemap addresses, and what is in a site's scope."""
 
 from __future__ import annotations
 
 import codecs
-import functools
-import math
 import re
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta, timezone
 from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 import idna
 
-from webapp.errors import InvalidValue, Note, RuleText, ShownUrl, rule_text
-
-SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
-IMAGE_NS = "http://www.google.com/schemas/sitemap-image/1.1"
-VIDEO_NS = "http://www.google.com/schemas/sitemap-video/1.1"
-XHTML_NS = "http://www.w3.org/1999/xhtml"
-
-MAX_URLS_PER_FILE = 50_000  # §1.7, for a urlset and for an index alike
-MAX_FILE_BYTES = 52_428_800  # §1.7, uncompressed
-MAX_LOC_LENGTH = 2048  # §1.2, the XSD's maxLength
-MIN_LOC_LENGTH = 12  # §1.2, the XSD's minLength
-MAX_IMAGES_PER_URL = 1000  # §4, sitemap-image.xsd
-CHANGEFREQS = ("always", "hourly", "daily", "weekly", "monthly", "yearly", "never")
-DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-class ProtocolError(InvalidValue):
-    """A value breaks a sitemap rule; the message names the field, the value and the rule."""
-
-
-NO_QUERY_RULE = rule_text("must not have a query (?...) or fragment (#...)")
-
-
-# --- XML escaping (§1.3) ----------------------------------------------------------------------
-
-_ESCAPES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ('"', "&quot;"), ("'", "&apos;"))
-# Characters XML 1.0 cannot carry at all, escaped or not.
-_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
-
-
-def escape(text: str) -> str:
-    """Entity-escape the five characters the protocol lists."""
-    # Five substring tests cost a third of one regular expression search, and most text
-    # (every loc, most titles) has none of them: a million-URL site escapes millions of values.
-    if "&" in text or "<" in text or ">" in text or '"' in text or "'" in text:
-        for char, entity in _ESCAPES:
-            text = text.replace(char, entity)
-    return text
-
-
-def check_text(field: str, value: str, max_length: int | None = None) -> str:
-    """Plain text for an extension element: trimmed, XML-safe, within its length."""
-    value = value.strip()
-    if _XML_INVALID.search(value):
-        raise ProtocolError(field, value, rule_text(
-            "contains a control character that XML cannot carry"))
-    if max_length is not None and len(value) > max_length:
-        raise ProtocolError(field, value, rule_text("is longer than %(limit)s characters",
-                                                     limit=max_length))
-    return value
+from webapp.errors import Note, RuleText, ShownUrl, rule_text
+from webapp.protocol.common import (
+    DEFAULT_PORTS,
+    MAX_LOC_LENGTH,
+    MIN_LOC_LENGTH,
+    NO_QUERY_RULE,
+    ProtocolError,
+)
 
 
 # --- Locations: absolute, percent-encoded in the site's encoding, in scope (§1.2, §3) --------
@@ -344,172 +295,3 @@ class Scope:
                 "is outside the site: every URL must start with %(base_url)s (same scheme, "
                 "host, port and path)", base_url=ShownUrl(self.base_url)))
         return url, note
-
-
-# --- lastmod in W3C Datetime (§1.4) ------------------------------------------------------------
-
-_W3C = re.compile(
-    r"(\d{4})(?:-(\d{2})(?:-(\d{2})"
-    r"(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?\s*([Zz]|[+-]\d{2}:?\d{2})?)?)?)?"
-)
-LASTMOD_RULE = rule_text("is not a W3C Datetime; use YYYY-MM-DD or YYYY-MM-DDThh:mm:ss+hh:mm "
-                         "(YYYY, YYYY-MM and times without seconds are accepted too)")
-
-
-def _cache_text(maxsize: int):
-    """Remember a rule's answers for text: imported files repeat the same values many times."""
-
-    def decorate(rule):
-        cached = functools.lru_cache(maxsize)(rule)
-
-        @functools.wraps(rule)
-        def normalize(raw):
-            return cached(raw) if isinstance(raw, str) else rule(raw)
-
-        return normalize
-
-    return decorate
-
-
-@_cache_text(65536)
-def normalize_lastmod(raw: str | date | None) -> str | None:
-    """W3C Datetime in, `YYYY-MM-DD` or `YYYY-MM-DDThh:mm:ss+00:00` out.
-
-    Every W3C form is accepted. `YYYY` and `YYYY-MM` become the first day of the period; a time
-    is converted to UTC and fractions of a second are dropped. A time without a zone is taken as
-    UTC, because W3C Datetime requires a zone and UTC is the only reading that needs no guess.
-    """
-    if raw is None:
-        return None
-    if isinstance(raw, datetime):
-        return _utc_text(raw if raw.tzinfo else raw.replace(tzinfo=UTC), raw)
-    if isinstance(raw, date):
-        return raw.isoformat()
-    text = raw.strip()
-    if not text:
-        return None
-    match = _W3C.fullmatch(text)
-    if match is None:
-        raise ProtocolError("lastmod", raw, LASTMOD_RULE)
-    year, month, day, hour, minute, second, zone = match.groups()
-    try:
-        day_value = date(int(year), int(month or 1), int(day or 1))
-        if hour is None:
-            return day_value.isoformat()
-        offset = timedelta(0)
-        if zone and zone not in "Zz":
-            sign = -1 if zone[0] == "-" else 1
-            hours, minutes = int(zone[1:3]), int(zone[-2:])
-            if hours > 14 or minutes > 59:
-                raise ValueError("offset out of range")
-            offset = sign * timedelta(hours=hours, minutes=minutes)
-        moment = datetime(day_value.year, day_value.month, day_value.day,
-                          int(hour), int(minute), int(second or 0), tzinfo=timezone(offset))
-    except ValueError:
-        raise ProtocolError("lastmod", raw, rule_text(
-            "is not a real date and time (month 01-12, a day that exists, hour 00-23)")) from None
-    return _utc_text(moment, raw)
-
-
-def _utc_text(moment: datetime, raw: object) -> str:
-    try:
-        utc = moment.astimezone(UTC)
-    except OverflowError:
-        raise ProtocolError("lastmod", raw, rule_text(
-            "falls outside the years 0001 to 9999 in UTC")) from None
-    # isoformat pads the year to four digits where strftime("%Y") does not.
-    return utc.replace(microsecond=0, tzinfo=None).isoformat() + "+00:00"
-
-
-# --- changefreq and priority (§1.5, §1.6) -------------------------------------------------------
-
-
-_CHANGEFREQ_EXACT = {value: value for value in CHANGEFREQS} | {"": None}
-
-
-def normalize_changefreq(raw: str | None) -> str | None:
-    """One of the seven values, lower case; empty means none."""
-    if raw in _CHANGEFREQ_EXACT:
-        return _CHANGEFREQ_EXACT[raw]
-    if raw is None or not raw.strip():
-        return None
-    value = raw.strip().lower()
-    if value not in CHANGEFREQS:
-        raise ProtocolError("changefreq", raw, rule_text("must be one of %(choices)s",
-                                                          choices=", ".join(CHANGEFREQS)))
-    return value
-
-
-_DECIMAL = re.compile(r"\d*\.?\d*")
-
-
-@_cache_text(4096)
-def normalize_priority(raw: str | float | None) -> float | None:
-    """A decimal from 0.0 to 1.0 with at most three decimal places; empty means none."""
-    if raw is None:
-        return None
-    if isinstance(raw, str):
-        text = raw.strip()
-        if not text:
-            return None
-        if not _DECIMAL.fullmatch(text) or text == ".":
-            raise ProtocolError("priority", raw, rule_text(
-                "must be a decimal number from 0.0 to 1.0"))
-        value = float(text)
-    else:
-        value = float(raw)
-    if math.isnan(value) or not 0.0 <= value <= 1.0:
-        raise ProtocolError("priority", raw, rule_text(
-            "must be from 0.0 to 1.0 (0.5 is the default)"))
-    if round(value, 3) != value:
-        raise ProtocolError("priority", raw, rule_text("may have at most three decimal places"))
-    return value
-
-
-def format_priority(value: float) -> str:
-    """`0.8`, `1.0`, `0.65`: one decimal place where that is exact, else as few as needed."""
-    if round(value, 1) == value:
-        return f"{value:.1f}"
-    return f"{value:.3f}".rstrip("0")
-
-
-# The optional fields of a URL and the rule each one follows.
-FIELD_RULES = {
-    "lastmod": normalize_lastmod,
-    "changefreq": normalize_changefreq,
-    "priority": normalize_priority,
-}
-
-
-# --- Extensions (§4) ----------------------------------------------------------------------------
-
-_HREFLANG = re.compile(r"x-default|[a-z]{2,3}(?:-[a-z]{4})?(?:-(?:[a-z]{2}|\d{3}))?",
-                       re.IGNORECASE | re.ASCII)
-
-
-LANG_URL_RULE = rule_text("must be written as LANG=URL, e.g. de=https://...")
-
-
-def too_many_images() -> RuleText:
-    return rule_text("a URL may have at most %(limit)s", limit=MAX_IMAGES_PER_URL)
-
-
-def lists_itself(loc: str) -> RuleText:
-    """The rule of an hreflang cluster that leaves out the page that lists it."""
-    return rule_text("must include %(loc)s itself with its own language, e.g. en=%(loc)s",
-                     loc=ShownUrl(loc))
-
-
-def normalize_hreflang(raw: str) -> str:
-    """`x-default`, or an ISO 639-1 language with an optional script and region: `de`, `de-CH`."""
-    value = (raw or "").strip()
-    if not _HREFLANG.fullmatch(value):
-        raise ProtocolError("hreflang", raw, rule_text(
-            "must be a language code such as en, de-CH, zh-Hant or x-default"))
-    pieces = value.split("-")
-    if value.lower() == "x-default":
-        return "x-default"
-    out = [pieces[0].lower()]
-    for piece in pieces[1:]:
-        out.append(piece.title() if len(piece) == 4 else piece.upper())
-    return "-".join(out)

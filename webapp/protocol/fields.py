@@ -1,0 +1,181 @@
+"""The optional fields of a URL: lastmod in W3C Datetime (§1.4), changefreq and priority
+(§1.5, §1.6), and the extensions' rules (§4: images, alternates by hreflang)."""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from datetime import UTC, date, datetime, timedelta, timezone
+
+from webapp.errors import RuleText, ShownUrl, rule_text
+from webapp.protocol.common import CHANGEFREQS, MAX_IMAGES_PER_URL, ProtocolError
+
+
+# --- lastmod in W3C Datetime (§1.4) ------------------------------------------------------------
+
+_W3C = re.compile(
+    r"(\d{4})(?:-(\d{2})(?:-(\d{2})"
+    r"(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?\s*([Zz]|[+-]\d{2}:?\d{2})?)?)?)?"
+)
+LASTMOD_RULE = rule_text("is not a W3C Datetime; use YYYY-MM-DD or YYYY-MM-DDThh:mm:ss+hh:mm "
+                         "(YYYY, YYYY-MM and times without seconds are accepted too)")
+
+
+def _cache_text(maxsize: int):
+    """Remember a rule's answers for text: imported files repeat the same values many times."""
+
+    def decorate(rule):
+        cached = functools.lru_cache(maxsize)(rule)
+
+        @functools.wraps(rule)
+        def normalize(raw):
+            return cached(raw) if isinstance(raw, str) else rule(raw)
+
+        return normalize
+
+    return decorate
+
+
+@_cache_text(65536)
+def normalize_lastmod(raw: str | date | None) -> str | None:
+    """W3C Datetime in, `YYYY-MM-DD` or `YYYY-MM-DDThh:mm:ss+00:00` out.
+
+    Every W3C form is accepted. `YYYY` and `YYYY-MM` become the first day of the period; a time
+    is converted to UTC and fractions of a second are dropped. A time without a zone is taken as
+    UTC, because W3C Datetime requires a zone and UTC is the only reading that needs no guess.
+    """
+    if raw is None:
+        return None
+    if isinstance(raw, datetime):
+        return _utc_text(raw if raw.tzinfo else raw.replace(tzinfo=UTC), raw)
+    if isinstance(raw, date):
+        return raw.isoformat()
+    text = raw.strip()
+    if not text:
+        return None
+    match = _W3C.fullmatch(text)
+    if match is None:
+        raise ProtocolError("lastmod", raw, LASTMOD_RULE)
+    year, month, day, hour, minute, second, zone = match.groups()
+    try:
+        day_value = date(int(year), int(month or 1), int(day or 1))
+        if hour is None:
+            return day_value.isoformat()
+        offset = timedelta(0)
+        if zone and zone not in "Zz":
+            sign = -1 if zone[0] == "-" else 1
+            hours, minutes = int(zone[1:3]), int(zone[-2:])
+            if hours > 14 or minutes > 59:
+                raise ValueError("offset out of range")
+            offset = sign * timedelta(hours=hours, minutes=minutes)
+        moment = datetime(day_value.year, day_value.month, day_value.day,
+                          int(hour), int(minute), int(second or 0), tzinfo=timezone(offset))
+    except ValueError:
+        raise ProtocolError("lastmod", raw, rule_text(
+            "is not a real date and time (month 01-12, a day that exists, hour 00-23)")) from None
+    return _utc_text(moment, raw)
+
+
+def _utc_text(moment: datetime, raw: object) -> str:
+    try:
+        utc = moment.astimezone(UTC)
+    except OverflowError:
+        raise ProtocolError("lastmod", raw, rule_text(
+            "falls outside the years 0001 to 9999 in UTC")) from None
+    # isoformat pads the year to four digits where strftime("%Y") does not.
+    return utc.replace(microsecond=0, tzinfo=None).isoformat() + "+00:00"
+
+
+# --- changefreq and priority (§1.5, §1.6) -------------------------------------------------------
+
+
+_CHANGEFREQ_EXACT = {value: value for value in CHANGEFREQS} | {"": None}
+
+
+def normalize_changefreq(raw: str | None) -> str | None:
+    """One of the seven values, lower case; empty means none."""
+    if raw in _CHANGEFREQ_EXACT:
+        return _CHANGEFREQ_EXACT[raw]
+    if raw is None or not raw.strip():
+        return None
+    value = raw.strip().lower()
+    if value not in CHANGEFREQS:
+        raise ProtocolError("changefreq", raw, rule_text("must be one of %(choices)s",
+                                                          choices=", ".join(CHANGEFREQS)))
+    return value
+
+
+_DECIMAL = re.compile(r"\d*\.?\d*")
+
+
+@_cache_text(4096)
+def normalize_priority(raw: str | float | None) -> float | None:
+    """A decimal from 0.0 to 1.0 with at most three decimal places; empty means none."""
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        text = raw.strip()
+        if not text:
+            return None
+        if not _DECIMAL.fullmatch(text) or text == ".":
+            raise ProtocolError("priority", raw, rule_text(
+                "must be a decimal number from 0.0 to 1.0"))
+        value = float(text)
+    else:
+        value = float(raw)
+    if math.isnan(value) or not 0.0 <= value <= 1.0:
+        raise ProtocolError("priority", raw, rule_text(
+            "must be from 0.0 to 1.0 (0.5 is the default)"))
+    if round(value, 3) != value:
+        raise ProtocolError("priority", raw, rule_text("may have at most three decimal places"))
+    return value
+
+
+def format_priority(value: float) -> str:
+    """`0.8`, `1.0`, `0.65`: one decimal place where that is exact, else as few as needed."""
+    if round(value, 1) == value:
+        return f"{value:.1f}"
+    return f"{value:.3f}".rstrip("0")
+
+
+# The optional fields of a URL and the rule each one follows.
+FIELD_RULES = {
+    "lastmod": normalize_lastmod,
+    "changefreq": normalize_changefreq,
+    "priority": normalize_priority,
+}
+
+
+# --- Extensions (§4) ----------------------------------------------------------------------------
+
+_HREFLANG = re.compile(r"x-default|[a-z]{2,3}(?:-[a-z]{4})?(?:-(?:[a-z]{2}|\d{3}))?",
+                       re.IGNORECASE | re.ASCII)
+
+
+LANG_URL_RULE = rule_text("must be written as LANG=URL, e.g. de=https://...")
+
+
+def too_many_images() -> RuleText:
+    return rule_text("a URL may have at most %(limit)s", limit=MAX_IMAGES_PER_URL)
+
+
+def lists_itself(loc: str) -> RuleText:
+    """The rule of an hreflang cluster that leaves out the page that lists it."""
+    return rule_text("must include %(loc)s itself with its own language, e.g. en=%(loc)s",
+                     loc=ShownUrl(loc))
+
+
+def normalize_hreflang(raw: str) -> str:
+    """`x-default`, or an ISO 639-1 language with an optional script and region: `de`, `de-CH`."""
+    value = (raw or "").strip()
+    if not _HREFLANG.fullmatch(value):
+        raise ProtocolError("hreflang", raw, rule_text(
+            "must be a language code such as en, de-CH, zh-Hant or x-default"))
+    pieces = value.split("-")
+    if value.lower() == "x-default":
+        return "x-default"
+    out = [pieces[0].lower()]
+    for piece in pieces[1:]:
+        out.append(piece.title() if len(piece) == 4 else piece.upper())
+    return "-".join(out)
