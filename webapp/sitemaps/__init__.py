@@ -1,7 +1,8 @@
 """Sitemap files, from the database to the published set: `rows` streams a site's URLs, `build`
 writes XML, `generate` ties a run together (`incremental` when the last set can be reused,
 `sections` and `sectioned` when the site is split into sections),
-`publish` stores sets in the database (shared by every node), `news` writes a news
+`publish` stores sets in the database (shared by every node; `housekeeping` removes,
+prunes and exports them), `news` writes a news
 publisher's news files, `small_sites` writes and
 publishes many small sites at once, `cache` keeps their bodies on this node, `history`
 compares two of them. Others use the names below.
