@@ -20,9 +20,28 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "webapp"
 # Packages whose `__init__` names what the rest of the app may use.
-FRONT_DOORS = ("webapp.discover", "webapp.notify", "webapp.outbound", "webapp.scheduler",
-               "webapp.models", "webapp.schedules", "webapp.sitemaps", "webapp.urls",
-               "webapp.views.public")
+FRONT_DOORS = ("webapp.discover", "webapp.jobs", "webapp.models", "webapp.notify",
+               "webapp.outbound", "webapp.scheduler", "webapp.schedules", "webapp.sitemaps",
+               "webapp.urls", "webapp.views.public")
+# The layers, lowest first: a module imports from its own layer and the ones below, never from
+# one above (the most specific name places a module: webapp.views.x is an interface).
+LAYERS = (
+    ("foundations", ("webapp.errors", "webapp.config", "webapp.protocol", "webapp.said",
+                     "webapp.i18n")),
+    ("infrastructure", ("webapp.db", "webapp.many_rows", "webapp.outbound")),
+    ("models", ("webapp.models",)),
+    ("domain", ("webapp.accounts", "webapp.sites", "webapp.urls", "webapp.sitemaps",
+                "webapp.notify", "webapp.verify", "webapp.discover", "webapp.schedules",
+                "webapp.leases", "webapp.jobs")),
+    ("processes", ("webapp.tasks", "webapp.scheduler")),
+    ("interfaces", ("webapp.views", "webapp.cli", "webapp.gunicorn_conf")),
+    ("app", ("webapp",)),
+)
+# The clock (the scheduler process) drives the work: only its own command group starts it.
+CLOCK = "webapp.scheduler"
+CLOCK_USERS = ("webapp.scheduler", "webapp.cli")
+MAX_FLAT_MODULES = 12  # modules directly in webapp/ besides __init__.py; the rest in packages
+MAX_LINES = 400  # non-blank lines of a module
 # Libraries that send requests or speak HTTP: only the outbound package's modules may use them.
 HTTP_CLIENTS = ("requests", "urllib3", "http.client", "urllib.request", "httpx", "aiohttp",
                 "google.auth.transport", "h11")
@@ -112,9 +131,11 @@ def test_models_import_only_the_database_base():
 
 @pytest.mark.parametrize("package", ["webapp.sitemaps", "webapp.notify", "webapp.urls",
                                      "webapp.scheduler", "webapp.outbound", "webapp.jobs",
-                                     "webapp.sites", "webapp.leases", "webapp.accounts.tokens",
-                                     "webapp.accounts.users", "webapp.db", "webapp.config",
-                                     "webapp.models", "webapp.protocol", "webapp.errors"])
+                                     "webapp.sites", "webapp.leases", "webapp.accounts",
+                                     "webapp.schedules", "webapp.verify", "webapp.discover",
+                                     "webapp.tasks", "webapp.db", "webapp.many_rows",
+                                     "webapp.config", "webapp.models", "webapp.protocol",
+                                     "webapp.errors"])
 def test_domain_code_imports_no_views_and_no_commands(package):
     for module in (m for m in MODULES if _within(m, package)):
         wrong = {name for name in app_imports(module)
@@ -237,3 +258,126 @@ def test_modules_import_each_other_without_cycles():
 
     for module in sorted(graph):
         visit(module)
+
+
+def _flat_modules() -> list[str]:
+    """The modules directly in webapp/ (not packages, not the app's own __init__)."""
+    return sorted(module for module, path in MODULES.items()
+                  if module.count(".") == 1 and path.name != "__init__.py")
+
+
+def test_webapp_keeps_a_short_list_of_flat_modules():
+    flat = _flat_modules()
+    assert len(flat) <= MAX_FLAT_MODULES, (
+        f"{len(flat)} modules in webapp/ ({', '.join(flat)}): move some into the package of "
+        "their concern")
+
+
+def test_a_flat_module_beyond_the_limit_is_counted(tmp_path, monkeypatch):
+    """The rule above, shown to fail: modules planted in webapp/ count, a package's do not."""
+    before = _flat_modules()
+    extra = [f"webapp.extra{number}" for number in range(MAX_FLAT_MODULES)]
+    for module in [*extra, "webapp.accounts.extra"]:
+        path = tmp_path / f"{module}.py"
+        path.write_text("")
+        monkeypatch.setitem(MODULES, module, path)
+    monkeypatch.setitem(MODULES, "webapp.newpackage", tmp_path / "__init__.py")
+    assert _flat_modules() == sorted([*before, *extra])
+    assert len(_flat_modules()) > MAX_FLAT_MODULES
+
+
+def _long_modules() -> dict[str, int]:
+    """{module: its non-blank lines} of the modules longer than MAX_LINES."""
+    counts = {module: sum(1 for line in path.read_text().splitlines() if line.strip())
+              for module, path in MODULES.items()}
+    return {module: count for module, count in counts.items() if count > MAX_LINES}
+
+
+def test_no_module_is_over_the_line_limit():
+    assert not _long_modules(), f"split these by concern (non-blank lines): {_long_modules()}"
+
+
+def test_a_module_over_the_line_limit_is_found(tmp_path, monkeypatch):
+    """The rule above, shown to fail: blank lines do not count, every other line does."""
+    long, spaced = tmp_path / "long.py", tmp_path / "spaced.py"
+    long.write_text("x = 1\n" * (MAX_LINES + 1))
+    spaced.write_text("x = 1\n\n   \n" * MAX_LINES)
+    monkeypatch.setitem(MODULES, "webapp.urls.long", long)
+    monkeypatch.setitem(MODULES, "webapp.urls.spaced", spaced)
+    assert _long_modules() == {"webapp.urls.long": MAX_LINES + 1}
+
+
+def _clock_importers() -> dict[str, list[str]]:
+    """{module outside the clock's package and its command: what of the clock it imports}."""
+    found = {}
+    for module in MODULES:
+        if module == "webapp" or any(_within(module, user) for user in CLOCK_USERS):
+            continue
+        clock = sorted(name for name in app_imports(module) if _within(name, CLOCK))
+        if clock:
+            found[module] = clock
+    return found
+
+
+def test_no_domain_module_imports_the_clock():
+    assert not _clock_importers(), "the clock drives the work; the work never imports it"
+
+
+def test_a_module_that_imports_the_clock_is_found(tmp_path, monkeypatch):
+    """The rule above, shown to fail: an import inside a function counts, as does a name the
+    front door loads from the clock on first use; the scheduler's command may import it."""
+    sources = {"webapp.urls.extra": "def f():\n    from webapp.scheduler import clock\n",
+               "webapp.tasks.extra": "from webapp.scheduler import run_due_sites\n",
+               "webapp.cli.extra": "from webapp import scheduler\n"}
+    for number, (module, source) in enumerate(sources.items()):
+        path = tmp_path / f"module{number}.py"
+        path.write_text(source)
+        monkeypatch.setitem(MODULES, module, path)
+    assert _clock_importers() == {"webapp.urls.extra": ["webapp.scheduler.clock"],
+                                  "webapp.tasks.extra": ["webapp.scheduler.clock"]}
+
+
+def _layer(name: str) -> int:
+    """The index in LAYERS of the most specific package `name` is within."""
+    placed = [(len(package), number) for number, (_, packages) in enumerate(LAYERS)
+              for package in packages if _within(name, package)]
+    return max(placed)[1]
+
+
+def _upward_imports() -> list[str]:
+    """Every import, at the top or inside a function, of a higher layer than the importer's."""
+    found = []
+    for module in sorted(MODULES):
+        for name in sorted(app_imports(module)):
+            if _layer(name) > _layer(module):
+                found.append(f"{module} ({LAYERS[_layer(module)][0]}) imports {name} "
+                             f"({LAYERS[_layer(name)][0]})")
+    return found
+
+
+def test_every_module_has_a_layer():
+    unplaced = [module for module in MODULES
+                if module != "webapp" and _layer(module) == len(LAYERS) - 1]
+    assert not unplaced, f"name the layer of {unplaced} in LAYERS"
+
+
+def test_layers_only_import_downwards():
+    assert not _upward_imports()
+
+
+def test_an_import_of_a_higher_layer_is_found(tmp_path, monkeypatch):
+    """The rule above, shown to fail: a model importing the domain, a domain module importing a
+    view inside a function, and the protocol importing the database are found; a view
+    importing a model is not."""
+    sources = {"webapp.models.extra": "from webapp.sites import find_site\n",
+               "webapp.sites.extra": "def f():\n    from webapp.views import auth\n",
+               "webapp.protocol.extra": "import webapp.db\n",
+               "webapp.views.extra": "from webapp.models import Site\n"}
+    for number, (module, source) in enumerate(sources.items()):
+        path = tmp_path / f"module{number}.py"
+        path.write_text(source)
+        monkeypatch.setitem(MODULES, module, path)
+    assert _upward_imports() == [
+        "webapp.models.extra (models) imports webapp.sites (domain)",
+        "webapp.protocol.extra (foundations) imports webapp.db (infrastructure)",
+        "webapp.sites.extra (domain) imports webapp.views.auth (interfaces)"]

@@ -19,14 +19,14 @@ from datetime import UTC, datetime
 from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from flask import Flask
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session
 
 from webapp import jobs, leases, notify, tasks
 from webapp.db import new_session
 from webapp.models import Generation, Site, utcnow
-from webapp.verify import schedule
+from webapp.schedules import next_run
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +61,28 @@ def enqueue_due_sites(app: Flask, now: datetime | None = None) -> list[int]:
     return queued
 
 
-def enqueue_due_verifications(app: Flask) -> list[int]:
-    """The tick: record and queue a verification of every site whose verify_schedule is due."""
-    return schedule.queue_due_verifications(app, utcnow())
+def enqueue_due_verifications(app: Flask, now: datetime | None = None) -> list[int]:
+    """The tick: record and queue a verification of every site whose verify_schedule is due;
+    the ids. Each site is claimed by moving its next time on with a conditional UPDATE, so two
+    clocks never both queue one."""
+    now = now or utcnow()
+    queued = []
+    with new_session(app) as session:
+        due = session.scalars(select(Site).where(
+            Site.verify_schedule != "off", Site.verify_next_run_at <= now)).all()
+        for site in due:
+            following = next_run(site.verify_schedule, site.timezone, now)
+            won = session.execute(update(Site).where(
+                Site.id == site.id, Site.verify_next_run_at == site.verify_next_run_at)
+                .values(verify_next_run_at=following)
+                .execution_options(synchronize_session=False)).rowcount
+            if won:
+                tasks.start(session, app, "verify", site)
+                queued.append(site.id)
+        session.commit()
+    if queued:
+        log.info("queued verification of %d sites", len(queued))
+    return queued
 
 
 def deliver_due(app: Flask) -> None:

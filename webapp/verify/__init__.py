@@ -3,7 +3,8 @@
 `check` checks one URL (with `page` reading what came back and `robots` saying what may be
 fetched), `runs` checks a whole site and stores the findings (resumable), `publishing` is
 what generation asks (which URLs to leave out, which lastmod to write), `health` what the
-dashboard shows, `schedule` what the clock queues, and `settings` the site settings' rules.
+dashboard shows, and `settings` the site settings' rules. (When verifications are due is
+the clock's to decide: webapp.scheduler.clock.)
 """
 
 from __future__ import annotations
