@@ -10,13 +10,13 @@ from datetime import timedelta
 from flask import Flask
 
 from webapp import jobs, tasks
-from webapp.models import Delivery, Site, utcnow
-from webapp.protocol.news import check_news
-from webapp.protocol import normalize_url
-from webapp.sites import create_site, update_site
 from webapp.accounts.tokens import create_token
-from webapp.urls import check_url, save_news, save_url, write_url
 from webapp.accounts.users import create_user
+from webapp.models import Delivery, Site, utcnow
+from webapp.protocol import normalize_url
+from webapp.protocol.news import check_news
+from webapp.sites import create_site, update_site
+from webapp.urls import check_url, save_news, save_url, write_url
 
 PASSWORD = "correct horse battery"
 BASE = "https://例え.jp/"

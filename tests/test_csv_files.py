@@ -21,9 +21,9 @@ from tests.builders import make_site, make_urls
 from webapp import tasks
 from webapp.errors import InvalidValue
 from webapp.models import Url, UrlAlternate, UrlImage, UrlNews, UrlVideo
-from webapp.protocol.news import check_news
 from webapp.outbound import Policy
 from webapp.protocol import CHANGEFREQS, check_text
+from webapp.protocol.news import check_news
 from webapp.said import render
 from webapp.urls import (
     ImportFormatError,

@@ -17,11 +17,11 @@ from jinja2 import Environment, nodes
 from sqlalchemy import select
 
 from tests.builders import csrf_token, make_site
+from webapp.accounts.tokens import create_token
+from webapp.accounts.users import create_user
 from webapp.errors import InvalidValue
 from webapp.models import User
 from webapp.said import english, render
-from webapp.accounts.tokens import create_token
-from webapp.accounts.users import create_user
 from webapp.views.dashboard.tasks import shown
 
 ROOT = Path(__file__).resolve().parents[1]

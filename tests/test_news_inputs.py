@@ -15,17 +15,17 @@ from sqlalchemy import select
 from tests.builders import make_site
 from tests.sitemap_schema import locs, parse
 from webapp import jobs
+from webapp.accounts.tokens import create_token
+from webapp.accounts.users import create_user
 from webapp.errors import InvalidValue
 from webapp.models import Site, Url, UrlNews
-from webapp.protocol.news import check_news
 from webapp.outbound import Policy
+from webapp.protocol.news import check_news
 from webapp.sitemaps import get_store
 from webapp.sites import update_site
-from webapp.accounts.tokens import create_token
 from webapp.urls import csv_chunks, import_opened, import_urls, open_import, save_url
 from webapp.urls.edit import delete_urls
 from webapp.urls.news import save_news
-from webapp.accounts.users import create_user
 
 SHOP = "https://shop.example.com/"
 NEWS = {"news": "http://www.google.com/schemas/sitemap-news/0.9"}

@@ -21,16 +21,16 @@ from tests.test_exclusions import sign_in
 from tests.test_generate import all_published_locs, published
 from tests.test_incremental import bodies, index_lastmods, stored_bodies
 from webapp import jobs
-from webapp.sites import publish_guide
+from webapp.accounts.tokens import create_token
+from webapp.accounts.users import create_user
 from webapp.errors import InvalidValue
 from webapp.models import Generation, Site, Url
 from webapp.sitemaps import get_store
 from webapp.sitemaps import sections as sections_module
 from webapp.sitemaps.sections import MAX_SECTIONS, definitions, section_of
+from webapp.sites import publish_guide
 from webapp.sites import site_settings, update_site
-from webapp.accounts.tokens import create_token
 from webapp.urls import delete_url, rule_matches, save_url
-from webapp.accounts.users import create_user
 
 SHOP = "https://shop.example.com/"
 SECTIONS = "blog /blog/\\nitems /shop/*/item-*\\nold re:^/(old|archive)/"

@@ -20,13 +20,13 @@ from tests.test_api import Api
 from tests.test_dashboard import as_role, post  # noqa: F401  (fixtures)
 from tests.test_notify import service_account_file
 from webapp import jobs, notify
-from webapp.schedules import picker as schedule_picker
 from webapp.accounts import sealing
-from webapp.sites import publish_guide
+from webapp.accounts.tokens import create_token
 from webapp.db import make_engine
 from webapp.errors import InvalidValue
 from webapp.models import Delivery, ServiceAccountKey, Site, User
-from webapp.accounts.tokens import create_token
+from webapp.schedules import picker as schedule_picker
+from webapp.sites import publish_guide
 
 SETTINGS = "/sites/shop/settings"
 

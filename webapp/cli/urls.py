@@ -14,9 +14,9 @@ from sqlalchemy import select
 from webapp.cli import friendly_errors
 from webapp.db import session_scope
 from webapp.models import Url
-from webapp.protocol.news import check_news
 from webapp.outbound import Policy
 from webapp.protocol import CHANGEFREQS, normalize_url
+from webapp.protocol.news import check_news
 from webapp.sites import find_site
 from webapp.urls import (
     ENCODINGS,

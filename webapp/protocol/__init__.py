@@ -27,18 +27,6 @@ from webapp.protocol.common import (
     check_text,
     escape,
 )
-from webapp.protocol.locations import (
-    Scope,
-    check_encoding,
-    check_site_scope,
-    directory,
-    normalize_base_url,
-    normalize_sitemap_url,
-    normalize_url,
-    normalize_url_noting,
-    origin,
-    remove_dot_segments,
-)
 from webapp.protocol.fields import (
     FIELD_RULES,
     LANG_URL_RULE,
@@ -50,6 +38,18 @@ from webapp.protocol.fields import (
     normalize_lastmod,
     normalize_priority,
     too_many_images,
+)
+from webapp.protocol.locations import (
+    Scope,
+    check_encoding,
+    check_site_scope,
+    directory,
+    normalize_base_url,
+    normalize_sitemap_url,
+    normalize_url,
+    normalize_url_noting,
+    origin,
+    remove_dot_segments,
 )
 
 __all__ = [

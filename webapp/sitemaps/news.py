@@ -19,6 +19,7 @@ from pathlib import Path
 from sqlalchemy import Connection, select
 
 from webapp.models import Site, Url, UrlCheck, UrlNews
+from webapp.protocol import SITEMAP_NS, escape
 from webapp.protocol.news import (
     MAX_NEWS_PER_FILE,
     NEWS_NS,
@@ -26,7 +27,6 @@ from webapp.protocol.news import (
     in_window,
     window_start,
 )
-from webapp.protocol import SITEMAP_NS, escape
 from webapp.sitemaps.build import BuiltFile, Limits, UrlsetWriter, url_fragment, urlset_open
 from webapp.sitemaps.rows import STREAM_OPTIONS
 from webapp.verify import publishing

@@ -16,7 +16,6 @@ from sqlalchemy import delete, func, or_, select
 from sqlalchemy.orm import Session
 
 from webapp import notify
-from webapp.sites import files as site_files
 from webapp.db import after_commit
 from webapp.errors import (
     Conflict,
@@ -44,6 +43,7 @@ from webapp.protocol import news
 from webapp.schedules import DEFAULT_SCHEDULE, check_schedule, check_timezone, next_run
 from webapp.sitemaps import SitemapStore
 from webapp.sitemaps import sections as site_sections
+from webapp.sites import files as site_files
 from webapp.urls import next_change_seq, parse_exclude, parse_strip_params, show_exclude
 from webapp.verify import settings as verification
 

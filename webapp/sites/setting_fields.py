@@ -13,9 +13,9 @@ from flask_babel import lazy_gettext as _l
 from flask_babel import lazy_pgettext
 from werkzeug.datastructures import MultiDict
 
-from webapp.schedules import picker as schedule_picker
 from webapp.models import Site
 from webapp.protocol import CHANGEFREQS
+from webapp.schedules import picker as schedule_picker
 from webapp.sites import OPERATOR_SETTINGS, SETTINGS, site_settings
 
 # How each changefreq reads wherever a person chooses or reads one: the protocol's word and

@@ -16,8 +16,8 @@ from sqlalchemy.orm import Session
 
 from webapp.errors import InvalidValue, InvalidValues, Note, each_error
 from webapp.models import Site, Url
-from webapp.protocol.news import NewsData
 from webapp.protocol import FIELD_RULES, normalize_url_noting
+from webapp.protocol.news import NewsData
 from webapp.urls.by_loc import stored_by_loc
 from webapp.urls.children import IN_CHUNK, Children
 from webapp.urls.edit import CheckedUrl, check_url, delete_urls

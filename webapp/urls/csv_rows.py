@@ -24,7 +24,6 @@ import re
 from collections.abc import Iterator, Sequence
 
 from webapp.errors import InvalidValue, rule_text, said_of
-from webapp.protocol.news import NEWS_COLUMNS, news_cells
 from webapp.protocol import (
     FIELD_RULES,
     LANG_URL_RULE,
@@ -37,6 +36,7 @@ from webapp.protocol import (
     normalize_url,
     too_many_images,
 )
+from webapp.protocol.news import NEWS_COLUMNS, news_cells
 from webapp.urls.exclusions import Excluded, Rules
 from webapp.urls.video_cells import VIDEO_COLUMNS, export_cells, read_videos
 

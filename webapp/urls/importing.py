@@ -28,20 +28,20 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from webapp.errors import InvalidValue, rule_text, said_of
-from webapp.said import Line, english, said, said_plural, verbatim
 from webapp.models import Site, Url
 from webapp.protocol import FIELD_RULES
+from webapp.protocol.news import NewsData
+from webapp.said import Line, english, said, said_plural, verbatim
 from webapp.urls.by_loc import stored_by_loc
 from webapp.urls.changes import count_live, hold_site, next_change_seq
-from webapp.verify.publishing import counts_as_change
 from webapp.urls.children import Children, write_children
-from webapp.protocol.news import NewsData
 from webapp.urls.csv_rows import CSV_COLUMNS, EXTENSION_COLUMNS, MAX_ROW_CHARS, validate_text
 from webapp.urls.csv_rows import FIELDS as COLUMNS  # the columns a URL's own row stores
 from webapp.urls.encodings import undecodable
 from webapp.urls.exclusions import Rules
-from webapp.urls.video_cells import without_anchor
 from webapp.urls.news import store_news
+from webapp.urls.video_cells import without_anchor
+from webapp.verify.publishing import counts_as_change
 
 CHUNK_CHARS = 512 * 1024  # about 5,000 rows: one existence query and one executemany each
 MAX_REPORTED = 10_000  # rejections kept word for word; beyond that they are only counted

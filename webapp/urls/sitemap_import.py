@@ -24,8 +24,6 @@ from sqlalchemy.orm import Session
 
 from webapp.errors import InvalidValue, Note, each_error, rule_text
 from webapp.models import Site
-from webapp.said import Line, said
-from webapp.protocol.news import NewsData
 from webapp.protocol import (
     FIELD_RULES,
     check_text,
@@ -33,6 +31,8 @@ from webapp.protocol import (
     normalize_url_noting,
     origin,
 )
+from webapp.protocol.news import NewsData
+from webapp.said import Line, said
 from webapp.said import Line, said, verbatim
 from webapp.urls.children import Children
 from webapp.urls.edit import check_url

@@ -26,13 +26,13 @@ from typing import BinaryIO, NamedTuple
 from urllib.parse import urlsplit
 
 
-from webapp.protocol.news import NEWS_NS
 from webapp.outbound import OutboundError, Policy, fetch
 from webapp.protocol import IMAGE_NS, SITEMAP_NS, VIDEO_NS, XHTML_NS
+from webapp.protocol.news import NEWS_NS
 from webapp.urls.capped import CappedReader
 from webapp.urls.importing import ImportFormatError
-from webapp.urls.video_reader import read_video
 from webapp.urls.news import read_news_element
+from webapp.urls.video_reader import read_video
 
 NS = f"{{{SITEMAP_NS}}}"
 IMAGE = f"{{{IMAGE_NS}}}"

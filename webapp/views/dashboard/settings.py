@@ -16,14 +16,14 @@ from flask_login import current_user
 from sqlalchemy import select
 
 from webapp import notify
-from webapp.schedules import picker as schedule_picker
 from webapp.db import get_session
 from webapp.errors import InvalidValue, NotAllowed, each_error
 from webapp.models import Site, utcnow
 from webapp.protocol import origin
+from webapp.schedules import picker as schedule_picker
 from webapp.sitemaps import get_store, sectioned
-from webapp.urls import Rules, health, over_cost
 from webapp.sites import SETTINGS, publish_guide, setting_fields, site_settings, update_site
+from webapp.urls import Rules, health, over_cost
 from webapp.views.auth import demand, require
 from webapp.views.dashboard import bp, load_site
 from webapp.views.public import robots_txt_preview
