@@ -36,6 +36,30 @@ def make_urls(session, site: Site, count: int, **fields) -> list[str]:
     return locs
 
 
+# The settings a command in another shell shares with `app` (the database, the folders...).
+_SHARED = ("TESTING", "DATABASE_URL", "SECRET_KEY", "CREDENTIALS_KEY", "CREDENTIALS_OLD_KEYS",
+           "INSTANCE_PATH", "SITEMAPS_DIR",
+           "INDEXNOW_ENDPOINT", "GSC_ENDPOINT", "NOTIFY_TIMEOUT", "NOTIFY_MAX_ATTEMPTS",
+           "NOTIFY_RETRY_SECONDS", "VERIFY_TIMEOUT", "VERIFY_DELAY_MS", "DISCOVER_DELAY_MS",
+           "OUTBOUND_ALLOW", "CELERY_BROKER_URL", "CELERY_TASK_ALWAYS_EAGER")
+
+
+@contextmanager
+def another_shell(app, **settings) -> Iterator:
+    """The installation `app` is, as a command run in another shell sees it: the same
+    database and folders, `app`'s settings but those given (OUTBOUND_ALLOW="": a shell
+    without the server's OUTBOUND_ALLOW). Its context is the current one meanwhile, so that
+    commands run by its CLI runner are its own."""
+    from webapp import create_app
+
+    other = create_app({**{name: app.config[name] for name in _SHARED}, **settings})
+    try:
+        with other.app_context():
+            yield other
+    finally:
+        other.extensions["db_engine"].dispose()
+
+
 def csrf_token(client, path="/sign-in", **kwargs) -> str:
     """The CSRF token of the form on the page at `path`, as a test client gets it."""
     return re.search(r'name="csrf_token" value="([^"]+)"', client.get(path, **kwargs).text)[1]

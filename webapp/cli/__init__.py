@@ -17,9 +17,10 @@ def _refusals() -> tuple[type[Exception], ...]:
     """The errors that say what was wrong with the input. Read when a command fails, so that
     a command that imports neither leases nor imports does not load them to succeed."""
     from webapp.leases import SiteBusy
+    from webapp.outbound import StoppedByOwnRules
     from webapp.urls import ImportFormatError
 
-    return InvalidValue, NotFound, ImportFormatError, SiteBusy
+    return InvalidValue, NotFound, ImportFormatError, SiteBusy, StoppedByOwnRules
 
 
 def friendly_errors(command):

@@ -14,7 +14,8 @@ that says whether a retry can help. Use the names below; the modules are this pa
 
 guard      where a request may go and for how long (Policy, the address check, the deadline)
 urls       which URLs can be sent to, and how one is read
-answers    Answer, Page, OutboundError and the plain words for a failure
+answers    Answer, Page, OutboundError (by_own_rules: refused here, not there),
+           StoppedByOwnRules and the plain words for a failure
 reasons    why a request failed, as one of a few plain reasons (webapp.said)
 session    the guarded requests session the blocking requests use
 blocking   send, fetch, get_page: one blocking request each
@@ -35,6 +36,7 @@ from webapp import front_door
 _HOMES = {
     "EXCERPT": "answers", "MAX_BODY": "answers", "RETRYABLE": "answers", "USER_AGENT": "answers",
     "Answer": "answers", "OutboundError": "answers", "Page": "answers", "excerpt": "answers",
+    "StoppedByOwnRules": "answers",
     "plain_reason": "answers", "retry_after_seconds": "answers",
     "Crawler": "crawler",
     "Address": "guard", "Network": "guard", "Policy": "guard", "refusal": "guard",

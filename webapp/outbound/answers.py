@@ -58,17 +58,40 @@ class OutboundError(Exception):
 
     `meaning` is English (the ledger's outcome, the CLI, the API); `said` the same reason in
     plain words for a reader's language (webapp.said), when there is one; `detail` the
-    technical error for operators."""
+    technical error for operators. `by_own_rules` names the setting of this server that
+    stopped it (OUTBOUND_ALLOW, a credential), when nothing was sent because of it: what the
+    other end would answer is unknown, so a run stops rather than record it as the answer."""
 
     def __init__(self, meaning: str, *, status: int | None = None, body: str = "",
                  permanent: bool = False, retry_after: float | None = None,
-                 said: Line | None = None, detail: str = ""):
+                 said: Line | None = None, detail: str = "", by_own_rules: str | None = None):
         super().__init__(meaning)
         self.meaning, self.said, self.detail = meaning, said, detail
         self.status = status
         self.excerpt = excerpt(body)
         self.permanent = permanent
         self.retry_after = retry_after
+        self.by_own_rules = by_own_rules
+
+    def said_line(self) -> Line:
+        """Why, in plain words for the reader's language (a task's closing message)."""
+        return plain_reason(self)
+
+
+class StoppedByOwnRules(Exception):
+    """A run (a verification, a discovery crawl) that this server's own rules stopped: `line`
+    says what stopped, what was kept and why (webapp.said), naming `setting`; `str()` is its
+    English (the CLI, the run's record)."""
+
+    def __init__(self, line: Line, setting: str):
+        super().__init__(setting)
+        self.line, self.setting = line, setting
+
+    def __str__(self) -> str:
+        return english([self.line])
+
+    def said_line(self) -> Line:
+        return self.line
 
 
 def plain_reason(error: OutboundError) -> Line:

@@ -269,7 +269,8 @@ class Crawler:
         infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         refusing = refused(host, infos, self.policy.allow)
         if refusing:
-            raise OutboundError(refusing[0], permanent=True, said=refusing[1])
+            raise OutboundError(refusing[0], permanent=True, said=refusing[1],
+                                by_own_rules="OUTBOUND_ALLOW")
         family, kind, protocol, _, sockaddr = infos[0]
         sock = socket.socket(family, kind, protocol)
         try:

@@ -91,7 +91,8 @@ def failed(exc: Exception, watch: Watch, url: str, seconds: float) -> OutboundEr
     """What went wrong, in words a site owner can act on: the guard's refusal, the deadline,
     or one of a few plain reasons (webapp.outbound.reasons)."""
     if watch.refused:
-        return OutboundError(watch.refused, permanent=True, said=watch.refused_said)
+        return OutboundError(watch.refused, permanent=True, said=watch.refused_said,
+                             by_own_rules="OUTBOUND_ALLOW")
     return failure(exc, url, seconds, watch.expired or _timed_out(exc))
 
 

@@ -33,12 +33,13 @@ class _TokenRequest(google.auth.transport.requests.Request):
                 reply = answer._response.raw.read(MAX_TOKEN_REPLY + 1, decode_content=True)
             except google.auth.exceptions.TransportError as exc:
                 # In the same words as every other request: not requests' nested repr.
+                # The OutboundError is its cause: whether this server's rules refused it.
                 cause = exc.__cause__ if isinstance(exc.__cause__, Exception) else exc
-                raise google.auth.exceptions.TransportError(
-                    failed(cause, watch, url, self.policy.timeout).meaning) from None
+                error = failed(cause, watch, url, self.policy.timeout)
+                raise google.auth.exceptions.TransportError(error.meaning) from error
             except (requests.RequestException, urllib3.exceptions.HTTPError) as exc:
-                raise google.auth.exceptions.TransportError(
-                    failed(exc, watch, url, self.policy.timeout).meaning) from None
+                error = failed(exc, watch, url, self.policy.timeout)
+                raise google.auth.exceptions.TransportError(error.meaning) from error
             finally:
                 if answer is not None:
                     answer._response.close()

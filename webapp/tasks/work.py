@@ -27,7 +27,7 @@ from webapp.db import new_session, session_scope
 from webapp.errors import InvalidValue, NotFound, rule_text
 from webapp.leases import SiteBusy
 from webapp.models import TRIGGERS, Site
-from webapp.outbound import OutboundError, Policy
+from webapp.outbound import OutboundError, Policy, StoppedByOwnRules
 from webapp.said import Line, said, said_plural, verbatim
 from webapp.tasks import queue, records, spool
 from webapp.tasks.arguments import Id, Rule, TaskId, checked, what_is_wrong
@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 # What the work raises for input it refuses or a site that is busy: said to the person, and
 # logged in one line at INFO, as any other expected answer (a bad upload is not a fault).
 EXPECTED = (InvalidValue, NotFound, ImportFormatError, SiteBusy, OutboundError,
-            verification.VerifyBusy)
+            StoppedByOwnRules, verification.VerifyBusy)
 
 
 def _app() -> Flask:
