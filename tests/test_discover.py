@@ -10,11 +10,12 @@ import pytest
 from sqlalchemy import event, select
 
 from tests import discover_website as website
-from tests.builders import make_site
+from tests.builders import another_shell, make_site
 from webapp import discover
 from webapp.errors import InvalidValue
 from webapp.models import Discovery, Site, Url
-from webapp.said import english
+from webapp.outbound import StoppedByOwnRules
+from webapp.said import english, render
 
 crawling = importlib.import_module("webapp.discover.crawl")  # `discover.crawl` is the function
 LIMITS = discover.Limits(max_pages=50, max_depth=2, max_minutes=1)
@@ -319,14 +320,39 @@ def test_more_than_five_robots_txt_redirects_read_as_no_robots_txt(app, session,
     assert "/config/robots.txt" not in asked and "/site/private/secret" in asked
 
 
-def test_a_robots_txt_redirect_to_an_address_not_allowed_is_refused(app, session, engine):
+def test_a_robots_txt_redirect_to_an_address_not_allowed_stops_the_crawl(app, session, engine):
     from werkzeug import Response
     engine.expect_request("/robots.txt").respond_with_response(Response(
         status=301, headers={"Location": f"http://127.0.0.2:{engine.port}/robots.txt"}))
     engine.expect_request("/site/").respond_with_data("<a href='/site/a'>a</a>",
                                                       content_type="text/html")
     site = make_site(session, "Site", f"http://127.0.0.1:{engine.port}/site/")
-    report = discover.crawl(app, site.id, LIMITS)
-    reason = english([report.robots])
+    with pytest.raises(StoppedByOwnRules) as stopped:
+        discover.crawl(app, site.id, LIMITS)
+    reason = str(stopped.value)
     assert "127.0.0.2" in reason and "a loopback address" in reason
+    assert "OUTBOUND_ALLOW" in reason and "the review list is as it was" in reason
     assert website.requested(engine) == ["/robots.txt"]
+
+
+def test_a_crawl_this_servers_own_rule_refuses_leaves_the_review_list_as_it_was(
+        app, session, engine, shop):
+    """The dashboard's crawl (OUTBOUND_ALLOW=127.0.0.1) left a review list; the command run
+    from a shell without OUTBOUND_ALLOW is refused its first request by that rule: it fails
+    in one line naming the setting, and the list is untouched."""
+    discover.crawl(app, shop.id, LIMITS)
+    before = states(session, shop)
+    assert sum(verdict == "new" for _, verdict, _ in before.values()) == 6
+    engine.clear_log()
+    with another_shell(app, OUTBOUND_ALLOW="") as shell:
+        with pytest.raises(StoppedByOwnRules, match=r"\(OUTBOUND_ALLOW\)") as stopped:
+            discover.crawl(shell, shop.id, LIMITS)
+        result = shell.test_cli_runner().invoke(args=["discover", shop.slug])
+    assert result.exit_code == 1, result.output
+    [line] = result.output.splitlines()
+    assert line.startswith("Error: the crawl stopped before fetching any page: ")
+    assert "OUTBOUND_ALLOW" in line
+    assert states(session, shop) == before and website.requested(engine) == []
+    with app.test_request_context(headers={"Accept-Language": "ja"}):
+        assert render(stopped.value.said_line()).startswith(
+            "ページを取得する前にクロールを中止しました: 127.0.0.1 は")

@@ -11,12 +11,13 @@ import pytest
 from sqlalchemy import select, update
 
 from tests import verify_website as test_website
-from tests.builders import make_site
+from tests.builders import another_shell, make_site
 from webapp import jobs, notify
 from webapp.models import Delivery, Generation, Site, Url, UrlCheck, VerifyRun, utcnow
 from webapp.sites import site_settings, update_site
 from webapp.urls import save_url, upsert_urls
-from webapp.said import english
+from webapp.outbound import StoppedByOwnRules
+from webapp.said import render
 from webapp.verify import verify_site
 from webapp.verify.settings import DEFAULT_USER_AGENT
 
@@ -393,12 +394,58 @@ def test_small_sites_generated_together_honour_verification_too(app, session, we
     assert runs == [] and [site.id for site in others] == [leaving.id]  # generate_site counts
 
 
-def test_an_address_the_operator_does_not_allow_is_never_fetched(app, session, web):
-    site = make_verified_site(session, web, pages=("",))
-    app.config.update(OUTBOUND_ALLOW=())
-    summary = verify_site(app, site.id)
-    assert "OUTBOUND_ALLOW" in english([summary.note]) and summary.counts == {"unreachable": 1}
+# Pages each outcome of: some left out of the sitemap (broken, noindex, canonical elsewhere).
+MIXED = ("", "changing", "r1", "missing", "noindex-meta", "canonical-link", "private/page")
+
+
+def change_seqs(session, site) -> dict[str, int | None]:
+    session.expire_all()
+    return {loc: seq for loc, seq in session.execute(
+        select(Url.loc, Url.change_seq).where(Url.site_id == site.id))}
+
+
+def test_a_run_this_servers_own_rule_refuses_changes_nothing(app, session, web):
+    """The server verified the site with OUTBOUND_ALLOW=127.0.0.1; the same verification run
+    from a shell without it has every request refused by that rule: the run fails naming
+    OUTBOUND_ALLOW, and every check, change number and the published set stay as they were."""
+    site = make_verified_site(session, web, pages=MIXED)
+    verify_site(app, site.id)
+    generate(app, session.get(Site, site.id))
+    published, before, seqs = published_locs(app, site), checks(session, site), \
+        change_seqs(session, site)
+    assert len(published) == 4 and before["missing"].outcome == "broken"
+    web.reset()
+    with another_shell(app, OUTBOUND_ALLOW="") as shell:
+        with pytest.raises(StoppedByOwnRules) as stopped:
+            verify_site(shell, site.id)
+    said = str(stopped.value)
+    assert said.startswith("verification stopped before checking any URL: 127.0.0.1 resolves "
+                           "to a loopback address") and "(OUTBOUND_ALLOW)" in said
+    with app.test_request_context(headers={"Accept-Language": "ja"}):
+        assert render(stopped.value.said_line()).startswith(
+            "URL を確認する前に検証を中止しました: 127.0.0.1 は")
     assert web.paths() == []
+    assert checks(session, site) == before and change_seqs(session, site) == seqs
+    run = session.scalar(select(VerifyRun).order_by(VerifyRun.id.desc()).limit(1))
+    assert (run.status, run.error) == ("failed", said)
+    generate(app, session.get(Site, site.id))
+    assert published_locs(app, site) == published
+    # The server, whose rule allows the site, continues the run that stopped.
+    assert verify_site(app, site.id).counts == {"ok": 2, "redirected": 1, "broken": 1,
+                                                "noindex": 1, "canonical": 1, "blocked": 1}
+
+
+def test_the_command_run_without_the_servers_outbound_allow_fails_in_one_line(app, session, web):
+    site = make_verified_site(session, web, pages=("", "missing"))
+    verify_site(app, site.id)
+    before = checks(session, site)
+    with another_shell(app, OUTBOUND_ALLOW="") as shell:
+        result = shell.test_cli_runner().invoke(args=["verify", site.slug])
+    assert result.exit_code == 1, result.output
+    [line] = result.output.splitlines()
+    assert line.startswith("Error: verification stopped before checking any URL: ")
+    assert "OUTBOUND_ALLOW" in line and "the earlier results are kept" in line
+    assert checks(session, site) == before
 
 
 def test_ignore_patterns_run_in_linear_time_and_python_only_syntax_is_refused(session):

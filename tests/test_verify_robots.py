@@ -13,6 +13,7 @@ from werkzeug import Response
 from tests.builders import make_site
 from tests.test_verify import checks, served, web  # noqa: F401 (fixtures)
 from webapp.models import Url
+from webapp.outbound import StoppedByOwnRules
 from webapp.said import english
 from webapp.verify import verify_site
 from webapp.verify.health import health
@@ -147,16 +148,23 @@ def test_more_than_five_redirects_or_a_loop_read_as_no_robots_txt(app, session, 
     assert web.paths() == ["/robots.txt", "/hop/1", "/site/private/page"]
 
 
-def test_a_redirect_to_an_address_not_allowed_is_refused_and_nothing_is_fetched(app, session,
-                                                                               web):
+def test_a_redirect_to_an_address_not_allowed_stops_the_run_and_records_nothing(app, session,
+                                                                              web):
+    """robots.txt on the site's host sends the verifier to another host, which this server's
+    own rule refuses: what that host would answer is unknown, so the run stops, failed,
+    naming the rule, and each URL keeps its last check."""
+    site = _site(session, f"{web.base}/site/", pages=("", "private/page"))
+    assert verify_site(app, site.id).counts == {"ok": 1, "blocked": 1}
+    before = checks(session, site)
+    web.reset()
     port = web.base.rsplit(":", 1)[1]
     web.moved["/robots.txt"] = f"http://127.0.0.2:{port}/robots.txt"  # not in OUTBOUND_ALLOW
-    site = _site(session, f"{web.base}/site/", pages=("", "private/page"))
-    summary = verify_site(app, site.id)
-    assert summary.counts == {"unreachable": 2}
-    note = english([summary.note])
-    assert "127.0.0.2" in note and "a loopback address" in note and "OUTBOUND_ALLOW" in note
+    with pytest.raises(StoppedByOwnRules) as stopped:
+        verify_site(app, site.id)
+    said = str(stopped.value)
+    assert "127.0.0.2" in said and "a loopback address" in said and "OUTBOUND_ALLOW" in said
     assert web.paths() == ["/robots.txt"]
+    assert checks(session, site) == before
 
 
 def test_robots_txt_past_500_kib_is_read_up_to_it(app, session, engine):

@@ -7,6 +7,10 @@ depth, then the order found). One request at a time, with a pause between two
 (`DISCOVER_DELAY_MS`, or the robots.txt Crawl-delay when longer). Every request goes through
 `webapp.outbound`; only URLs inside the site's base URL are fetched, a redirect elsewhere is
 recorded and not followed. Each page is committed as it is done.
+
+robots.txt is read before the last review list is replaced: when this server's own rules
+refuse it (OUTBOUND_ALLOW), the crawl stops and the list stays as it was; a page refused so
+later (its name now resolves elsewhere) stops the crawl there too, with what was found before.
 """
 
 from __future__ import annotations
@@ -28,9 +32,9 @@ from webapp.discover.robots import USER_AGENT, Robots, load_robots
 from webapp.errors import InvalidValue, NotFound, raise_all, rule_text
 from webapp.many_rows import among, on_postgresql
 from webapp.models import Discovery, Site, Url
-from webapp.outbound import OutboundError, Policy, get_page
+from webapp.outbound import OutboundError, Policy, StoppedByOwnRules, get_page, plain_reason
 from webapp.protocol import Scope
-from webapp.said import Line
+from webapp.said import Line, said
 from webapp.urls import Rules
 
 MAX_PAGE_BYTES = 2 << 20  # the links of a page are in its first 2 MiB
@@ -185,6 +189,11 @@ class _Crawl:
             page = get_page(row.loc, replace(self.policy, timeout=max(seconds, 0.05)),
                             max_bytes=MAX_PAGE_BYTES, user_agent=USER_AGENT)
         except OutboundError as exc:
+            if exc.by_own_rules:  # refused here: what the page holds is not known
+                raise StoppedByOwnRules(said(
+                    "the crawl stopped at %(url)s: %(reason)s; the review list holds what was "
+                    "found before it", url=row.loc, reason=plain_reason(exc)),
+                    exc.by_own_rules) from None
             row.state, row.note = "failed", exc.meaning
             return
         finally:
@@ -232,11 +241,11 @@ class _Crawl:
     # --- the whole crawl -------------------------------------------------------------------
 
     def start(self, seeds: list[str]) -> None:
+        self.robots = load_robots(self.site.base_url, self.policy)  # before the list goes
         self.session.execute(delete(Discovery).where(Discovery.site_id == self.site.id))
         self.add([self.site.base_url], 0)
         self.add([loc for loc in map(self.place, seeds) if loc], min(1, self.limits.max_depth))
         self.session.commit()
-        self.robots = load_robots(self.site.base_url, self.policy)
         self.report.robots = self.robots.reason
         self.delay = max(self.delay, self.robots.delay())
 
@@ -253,15 +262,24 @@ class _Crawl:
                 break
             if self.report.fetched and self.delay:
                 time.sleep(min(self.delay, max(0.0, self.ends - self.clock())))
-            self.visit(row)
+            try:
+                self.visit(row)
+            except StoppedByOwnRules:
+                self.session.rollback()
+                self.skip_queued()
+                raise
             self.session.commit()
             if progress:
                 progress(self.report.fetched, self.limits.max_pages)
+        self.skip_queued()
+        return self.report
+
+    def skip_queued(self) -> None:
+        """What is still queued was not fetched: a limit was reached, or the crawl stopped."""
         self.session.execute(update(Discovery).where(
             Discovery.site_id == self.site.id, Discovery.state == "queued")
-            .values(state="skipped"))  # not fetched: a limit was reached
+            .values(state="skipped"))
         self.session.commit()
-        return self.report
 
 
 def sitemap_seeds(session: Session, site: Site, limit: int) -> list[str]:

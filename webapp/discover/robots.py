@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from urllib.robotparser import RobotFileParser
 
-from webapp.outbound import Policy, plain_reason, robots_txt
+from webapp.outbound import Policy, StoppedByOwnRules, plain_reason, robots_txt
 from webapp.protocol import origin
 from webapp.said import Line, said
 
@@ -34,8 +34,14 @@ class Robots:
 
 
 def load_robots(site_url: str, policy: Policy) -> Robots:
-    """The robots.txt at the root of `site_url`'s origin."""
+    """The robots.txt at the root of `site_url`'s origin. StoppedByOwnRules when this
+    server's own rules refuse it (OUTBOUND_ALLOW): then no page of the site can be fetched
+    either, and the crawl stops before it replaces anything."""
     found = robots_txt(origin(site_url), policy, USER_AGENT)
+    if found.kind == "no answer" and found.error.by_own_rules:
+        raise StoppedByOwnRules(said(
+            "the crawl stopped before fetching any page: %(reason)s; the review list is as it "
+            "was", reason=plain_reason(found.error)), found.error.by_own_rules)
     if found.kind == "no answer":
         return Robots(None, said("%(url)s did not answer (%(reason)s): nothing is fetched",
                                  url=found.at, reason=plain_reason(found.error)))

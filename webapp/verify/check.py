@@ -10,7 +10,8 @@ from urllib.parse import urldefrag, urljoin
 
 from webapp import protocol
 from webapp.errors import InvalidValue
-from webapp.outbound import Crawler, OutboundError
+from webapp.outbound import Crawler, OutboundError, StoppedByOwnRules, plain_reason
+from webapp.said import said
 from webapp.verify import page
 from webapp.verify.robots import Robots
 
@@ -116,6 +117,11 @@ async def check(crawler: Crawler, scope: Scope, loc: str, before: Seen | None) -
         try:
             answer = await crawler.request(method, url, _conditional(before, url))
         except OutboundError as exc:
+            if exc.by_own_rules:  # refused here: what the site answers is not known
+                raise StoppedByOwnRules(said(
+                    "verification stopped at %(url)s: %(reason)s; the URLs not checked yet "
+                    "keep their earlier results, and the next run continues with them",
+                    url=url, reason=plain_reason(exc)), exc.by_own_rules) from None
             return Seen("unreachable", final_url=url if url != loc else None, error=exc.meaning)
         location = answer.headers.get("Location")
         if answer.status not in REDIRECTS or not location:

@@ -7,9 +7,10 @@ rules; 4xx other than 429 (or a chain of redirects given up on), no file, so eve
 allowed; 5xx and 429, a server error, so everything is disallowed for now (Google starts so
 too, and only after 30 days of errors falls back to a cached copy or to allowing all: a run
 is one moment, so it keeps the first rule). A host that does not answer at all (connection
-refused, no answer in time, a name that does not resolve, an address the operator does not
-allow, at any hop) is not "disallowed": its URLs are unreachable, and are recorded so
-without a request each.
+refused, no answer in time, a name that does not resolve, at any hop) is not "disallowed":
+its URLs are unreachable, and are recorded so without a request each. An address this server's
+own rule refuses (OUTBOUND_ALLOW) says nothing of the site: the run stops there, before it
+records anything.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 from urllib.robotparser import RobotFileParser
 
-from webapp.outbound import Crawler, plain_reason, robots_txt_via
+from webapp.outbound import Crawler, StoppedByOwnRules, plain_reason, robots_txt_via
 from webapp.said import Line, said
 
 
@@ -48,6 +49,10 @@ async def robots_for(crawler: Crawler, base_url: str, agent: str) -> Robots:
     """The rules of the base URL's host, fetched now (see the module's docstring)."""
     parts = urlsplit(base_url)
     found = await robots_txt_via(crawler, f"{parts.scheme}://{parts.netloc}")
+    if found.kind == "no answer" and found.error.by_own_rules:
+        raise StoppedByOwnRules(said(
+            "verification stopped before checking any URL: %(reason)s; the earlier results "
+            "are kept", reason=plain_reason(found.error)), found.error.by_own_rules)
     if found.kind == "no answer":
         return Robots(_rules(["User-agent: *", "Disallow: /"]), agent,
                       said("%(url)s did not answer (%(reason)s): every URL counts as unreachable",

@@ -25,7 +25,7 @@ from webapp import leases
 from webapp.db import new_session
 from webapp.errors import NotFound
 from webapp.models import Site, Url, UrlCheck, VerifyRun, utcnow
-from webapp.outbound import Crawler, Policy
+from webapp.outbound import Crawler, Policy, StoppedByOwnRules
 from webapp.said import Line
 from webapp.schedules import next_run
 from webapp.urls import next_change_seq
@@ -198,7 +198,8 @@ def verify_site(app: Flask, site_id: int,
             note = asyncio.run(_run(session, site, run, settings, progress, batch))
         except BaseException as exc:
             session.rollback()
-            run.status, run.error = "failed", f"{type(exc).__name__}: {exc}"[:2000]
+            run.status, run.error = "failed", (str(exc) if isinstance(exc, StoppedByOwnRules)
+                                               else f"{type(exc).__name__}: {exc}")[:2000]
             run.owner, run.finished_at = None, utcnow()
             session.commit()
             raise
