@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import event, select
 from werkzeug import Response
 
-from tests.builders import make_site
+from tests.builders import another_shell, make_site
 from tests.probes import wait_for, waiting_on_locks
 from webapp import jobs, notify
 from webapp.models import Delivery, Url, utcnow
@@ -575,3 +575,93 @@ def test_a_rollback_of_a_site_without_indexnow_plans_no_urls(app, session, engin
     publish(app, site)
     assert jobs.rollback(site.id, first.id, app).status == "succeeded"
     assert ledger(session) == []
+
+
+def in_japanese(app, line) -> str:
+    from webapp.said import render
+
+    with app.test_request_context(headers={"Accept-Language": "ja"}):
+        return render(line)
+
+
+def test_a_delivery_this_servers_own_rule_refuses_waits_unspent_and_names_it(app, session,
+                                                                             site, engine):
+    """Planned by the server (OUTBOUND_ALLOW=127.0.0.1), sent by `flask notify` from a shell
+    without OUTBOUND_ALLOW: the engine hears nothing, the record is not failed and keeps its
+    attempts, the command fails naming the setting; the server sends it later."""
+    engine.expect_request("/indexnow", method="POST").respond_with_data("", status=200)
+    announce_one(app, session, site)
+    with another_shell(app, OUTBOUND_ALLOW="") as shell:
+        result = shell.test_cli_runner().invoke(args=["notify", site.slug])
+    assert result.exit_code == 1, result.output
+    assert "pending" in result.output and "not sent: 127.0.0.1 resolves to a loopback " \
+        "address" in result.output and "(OUTBOUND_ALLOW)" in result.output
+    [delivery] = ledger(session)
+    assert (delivery.status, delivery.attempts, delivery.finished_at) == ("pending", 0, None)
+    assert delivery.outcome.startswith("not sent: ") and "OUTBOUND_ALLOW" in delivery.outcome
+    assert in_japanese(app, delivery.outcome_said).startswith("送信されません: 127.0.0.1 は")
+    assert delivery.next_attempt_at > utcnow() and posted(engine) == []
+    notify.deliver(app, now=delivery.next_attempt_at)
+    [delivery] = ledger(session)
+    assert (delivery.status, delivery.attempts) == ("delivered", 1)
+
+
+def gsc_site(app, session, engine, tmp_path, uploaded: bool):
+    """A site whose Search Console submissions go to the fake engine, with an uploaded key
+    (sealed under the app's key: its SECRET_KEY) or a key file on the server."""
+    from webapp.notify import gsc_account
+
+    app.config["GSC_ENDPOINT"] = engine.url_for("/")  # the operator's override: tokens go there
+    path = service_account_file(tmp_path, engine.url_for("/token"))
+    site = make_site(session, base_url=engine.url_for("/"), gsc_property="sc-domain:example.com",
+                     gsc_endpoint=engine.url_for("/"),
+                     gsc_credentials=None if uploaded else str(path))
+    if uploaded:
+        gsc_account.store(session, site, gsc_account.read_key_file(path.read_bytes(), app.config),
+                          app.config, utcnow())
+        session.commit()
+    engine.expect_request("/token", method="POST").respond_with_json(
+        {"access_token": "token-4", "expires_in": 3600, "token_type": "Bearer"})
+    engine.expect_request(re.compile("/webmasters/.*"), method="PUT").respond_with_data(
+        "", status=204)
+    return site, path
+
+
+@pytest.mark.parametrize("shell, setting", [
+    ({"CREDENTIALS_KEY": "another-key-of-this-server"}, "CREDENTIALS_KEY"),
+    ({"OUTBOUND_ALLOW": ""}, "OUTBOUND_ALLOW"),
+], ids=["key-not-opened", "token-address-refused"])
+def test_search_console_kept_by_this_servers_settings_waits_unspent(app, session, engine,
+                                                                   tmp_path, shell, setting):
+    """A key that CREDENTIALS_KEY does not open, or a token address OUTBOUND_ALLOW refuses:
+    nothing reaches Search Console, and the record waits, naming the setting, for the
+    process whose settings are right."""
+    site, _ = gsc_site(app, session, engine, tmp_path, uploaded=True)
+    publish(app, site)
+    notify.announce(site.id, app)
+    with another_shell(app, **shell) as other:
+        notify.deliver(other)
+    [delivery] = ledger(session)
+    assert (delivery.engine, delivery.status, delivery.attempts) == ("gsc", "pending", 0)
+    assert delivery.outcome.startswith("not sent: ") and setting in delivery.outcome
+    assert engine.log == []
+    notify.deliver(app, now=delivery.next_attempt_at)
+    [delivery] = ledger(session)
+    assert (delivery.status, delivery.http_status) == ("delivered", 204)
+
+
+def test_search_console_whose_key_file_this_server_cannot_read_waits(app, session, engine,
+                                                                     tmp_path):
+    site, path = gsc_site(app, session, engine, tmp_path, uploaded=False)
+    publish(app, site)
+    notify.announce(site.id, app)
+    key = path.read_bytes()
+    path.unlink()  # the file is not where this process looks (another host, another user)
+    notify.deliver(app)
+    [delivery] = ledger(session)
+    assert (delivery.status, delivery.attempts) == ("pending", 0)
+    assert delivery.outcome.startswith(f"not sent: gsc_credentials: {path} cannot be read")
+    assert in_japanese(app, delivery.outcome_said).startswith("送信されません: ")
+    path.write_bytes(key)
+    notify.deliver(app, now=delivery.next_attempt_at)
+    assert [d.status for d in ledger(session)] == ["delivered"]

@@ -29,13 +29,15 @@ def describe(delivery: Delivery) -> str:
 
 
 def report(ids: list[int]) -> bool:
-    """Print the records; False when any of them failed for good."""
+    """Print the records; False when any of them failed for good, or was not sent because
+    of this server's own settings (it waits, its outcome naming the setting)."""
     with session_scope() as session:
         deliveries = session.scalars(select(Delivery).where(Delivery.id.in_(ids))
                                      .order_by(Delivery.id)).all()
         for delivery in deliveries:
             click.echo(describe(delivery))
-        return all(delivery.status != "failed" for delivery in deliveries)
+        return all(delivery.status != "failed" and not notify.is_held(delivery)
+                   for delivery in deliveries)
 
 
 def announce_and_deliver(site_id: int, hold: frozenset[str] = frozenset()) -> bool:

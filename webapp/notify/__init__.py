@@ -17,7 +17,7 @@ _HOMES = {
     "ENGINES": "engines", "SETTINGS": "engines", "apply_settings": "engines",
     "announce": "delivery", "announce_locs": "delivery", "blocked": "delivery",
     "deliver": "delivery", "delivery_lease": "delivery", "notify_site": "delivery",
-    "due": "ledger", "retry": "ledger", "announce_many": "plan_many",
+    "due": "ledger", "is_held": "ledger", "retry": "ledger", "announce_many": "plan_many",
 }
 _MODULES = ("gsc", "gsc_account", "indexnow", "ping", "preflight", "summary")  # used whole
 

@@ -154,7 +154,11 @@ def _attempt(session: Session, delivery_id: int, config: dict, now: datetime | N
     try:
         answer = ENGINES[delivery.engine].deliver(site, delivery, config)
     except OutboundError as exc:
-        ledger.failed(session, delivery, exc, now or utcnow(), config["NOTIFY_RETRY_SECONDS"], rng)
+        if exc.by_own_rules:  # nothing reached the engine: the record waits, unspent
+            ledger.held(session, delivery, exc, now or utcnow(), config["NOTIFY_RETRY_SECONDS"])
+        else:
+            ledger.failed(session, delivery, exc, now or utcnow(),
+                          config["NOTIFY_RETRY_SECONDS"], rng)
     except Exception as exc:  # a bug here must not stop the other deliveries
         log.exception("delivery %s failed unexpectedly", delivery_id)
         ledger.failed(session, delivery, OutboundError(

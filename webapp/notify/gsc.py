@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from urllib.parse import quote
 
-from webapp.errors import InvalidValue, RuleText, rule_text, said_of
+from webapp.errors import InvalidValue, RuleText, in_english, rule_text, said_of
 from webapp.models import Delivery, Site
 from webapp.notify import gsc_account
 from webapp.notify.ledger import not_sent
@@ -49,21 +49,28 @@ SETTINGS = {"gsc_property": check_property, "gsc_credentials": gsc_account.check
 def blocked(site: Site, config: dict) -> RuleText | None:
     """Why Search Console, set up for the site, cannot be sent to; None when it can (or is
     not set up at all). `str()` of it is in the reader's language, `in_english` the ledger's."""
+    found = _blocked(site, config)
+    return found[1] if found else None
+
+
+def _blocked(site: Site, config: dict) -> tuple[str, RuleText] | None:
+    """The setting that keeps Search Console from being sent to, and why (blocked)."""
     account = gsc_account.configured(site)
     if site.gsc_property and not account:
-        return rule_text("Search Console has a property (gsc_property) but no service-account "
-                         "key file (gsc_credentials); upload the key in the site's settings or "
-                         "set gsc_credentials to submit the sitemap")
+        return "gsc_credentials", rule_text(
+            "Search Console has a property (gsc_property) but no service-account key file "
+            "(gsc_credentials); upload the key in the site's settings or set gsc_credentials "
+            "to submit the sitemap")
     if account and not site.gsc_property:
-        return rule_text("Search Console has a service-account key (uploaded, or "
-                         "gsc_credentials) but no property (gsc_property); set gsc_property to "
-                         "submit the sitemap")
+        return "gsc_property", rule_text(
+            "Search Console has a service-account key (uploaded, or gsc_credentials) but no "
+            "property (gsc_property); set gsc_property to submit the sitemap")
     allowed = gsc_account.token_hosts(config)
     if site.gsc_property and not gsc_account.token_may_go_to(submit_url(site, config), config):
-        return rule_text("gsc_endpoint %(endpoint)s is not a Search Console host: the access "
-                         "token is sent only over https:// to %(hosts)s (set GSC_ENDPOINT to "
-                         "send it elsewhere)", endpoint=site.gsc_endpoint,
-                         hosts=", ".join(sorted(allowed)))
+        return "GSC_ENDPOINT", rule_text(
+            "gsc_endpoint %(endpoint)s is not a Search Console host: the access token is sent "
+            "only over https:// to %(hosts)s (set GSC_ENDPOINT to send it elsewhere)",
+            endpoint=site.gsc_endpoint, hosts=", ".join(sorted(allowed)))
     return None
 
 
@@ -87,15 +94,18 @@ def deliver(site: Site, delivery: Delivery, config: dict) -> Answer:
     if not (site.gsc_property or gsc_account.configured(site)):
         raise OutboundError(not_sent("Search Console was turned off for this site "
                                      "(gsc_property, gsc_credentials)"), permanent=True)
-    reason = blocked(site, config)
-    if reason is not None:
-        raise OutboundError(not_sent(reason), permanent=True,
-                            said=said("not sent: %(reason)s", reason=said_of(reason)))
+    # A setting of the site or of this server keeps it from being sent: the record waits
+    # (ledger.held), as the ledger's "not sent" says for an engine that cannot send.
+    found = _blocked(site, config)
+    if found is not None:
+        setting, reason = found
+        raise OutboundError(in_english(reason), said=said_of(reason), by_own_rules=setting)
     delivery.target = submit_url(site, config)
     try:
         credentials = gsc_account.credentials(site, config)
     except gsc_account.AccountProblem as exc:
-        raise OutboundError(str(exc), permanent=True) from None
+        raise OutboundError(str(exc), permanent=exc.setting is None, said=exc.said,
+                            by_own_rules=exc.setting) from None
     if not credentials.valid:
         gsc_account.refresh(credentials, config)
     policy = Policy.of(config)

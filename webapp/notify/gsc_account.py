@@ -25,6 +25,7 @@ from webapp.accounts import sealing
 from webapp.errors import InvalidValue, rule_text
 from webapp.models import ServiceAccountKey, Site
 from webapp.outbound import OutboundError, Policy, is_http_url, send
+from webapp.said import Line, said
 
 if TYPE_CHECKING:
     import google.auth.exceptions
@@ -77,7 +78,14 @@ def api_base(site: Site, config: Mapping) -> str:
 
 
 class AccountProblem(Exception):
-    """What is wrong with a key file or a connection, in words for the person who set it up."""
+    """What is wrong with a key file or a connection, in words for the person who set it up.
+    `setting` names this server's setting that keeps the key from being used (the key file
+    it cannot read, gsc_credentials; CREDENTIALS_KEY that does not open the uploaded key),
+    when it is one; `said` the reason for a reader's language (webapp.said), when known."""
+
+    def __init__(self, message: str, setting: str | None = None, said: Line | None = None):
+        super().__init__(message)
+        self.setting, self.said = setting, said
 
 
 def load_credentials(path: str) -> service_account.Credentials:
@@ -189,8 +197,7 @@ def credentials(site: Site, config: Mapping) -> service_account.Credentials:
         try:
             key = ("file", site.gsc_credentials, os.stat(site.gsc_credentials).st_mtime)
         except OSError as exc:
-            raise AccountProblem(f"gsc_credentials: {site.gsc_credentials} cannot be read "
-                                 f"({exc.strerror})") from None
+            raise _unreadable(site.gsc_credentials, exc.strerror) from None
     else:
         raise AccountProblem(_("No service account: upload its JSON key file."))
     with _lock:
@@ -199,17 +206,29 @@ def credentials(site: Site, config: Mapping) -> service_account.Credentials:
         return _cache[key]
 
 
+def _unreadable(path: str, reason: str) -> AccountProblem:
+    """The key file on the server that this process cannot read (missing, or not its user's)."""
+    return AccountProblem(f"gsc_credentials: {path} cannot be read ({reason})",
+                          "gsc_credentials", said("the key file %(path)s (gsc_credentials) "
+                                                  "cannot be read by this server", path=path))
+
+
 def _load(site: Site, config: Mapping) -> service_account.Credentials:
     if site.service_account is None:
         try:
             return load_credentials(site.gsc_credentials)
         except InvalidValue as exc:
+            if not os.access(site.gsc_credentials, os.R_OK):
+                raise _unreadable(site.gsc_credentials, "not readable by this user") from None
             raise AccountProblem(str(exc)) from None
     try:
         info = json.loads(sealing.unseal(config, site.service_account.sealed))
     except sealing.CannotOpen as exc:
         raise AccountProblem(_("The uploaded key cannot be read: %(reason)s.",
-                               reason=str(exc))) from None
+                               reason=str(exc)), "CREDENTIALS_KEY", said(
+            "the uploaded Search Console key cannot be opened with CREDENTIALS_KEY or any of "
+            "CREDENTIALS_OLD_KEYS: set the key it was stored with, or upload the key "
+            "again")) from None
     if not token_uri_allowed(str(info.get("token_uri")), config):  # uploaded before the check
         raise AccountProblem(_("The key file's token_uri %(uri)s is not Google's token "
                                "address %(google)s: download the key again from Google Cloud.",
@@ -234,6 +253,8 @@ def refresh(account: service_account.Credentials, config: Mapping) -> None:
         raise OutboundError(_refusal(exc), permanent=not getattr(exc, "retryable", False)
                             ) from None
     except google.auth.exceptions.TransportError as exc:
+        if isinstance(exc.__cause__, OutboundError) and exc.__cause__.by_own_rules:
+            raise exc.__cause__ from None  # refused here: the token address heard nothing
         raise OutboundError(_("could not get an access token: %(reason)s; will try again",
                               reason=str(exc).removesuffix("; will try again"))) from None
     except (ValueError, RecursionError):  # not JSON, or JSON nested past Python's depth

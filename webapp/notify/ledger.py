@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from webapp.errors import InvalidValue, in_english, rule_text, said_of
 from webapp.models import Delivery, Generation, NotifyCursor, Site
-from webapp.outbound import Answer, OutboundError
+from webapp.outbound import Answer, OutboundError, plain_reason
 from webapp.said import said, said_plural
 from webapp.urls import changed_locs, committed_change_seq
 
@@ -266,6 +266,26 @@ def failed(session: Session, delivery: Delivery, error: OutboundError, now: date
         plain.append(said("; will try again"))
     return _finish(session, delivery, status="pending", outcome=meaning, outcome_said=plain,
                    next_attempt_at=now + wait, **fields)
+
+
+def held(session: Session, delivery: Delivery, error: OutboundError, now: datetime,
+         base_seconds: float) -> bool:
+    """A record this server's own rules kept from being sent (`error.by_own_rules`: an address
+    OUTBOUND_ALLOW refuses, a credential missing or one CREDENTIALS_KEY cannot open). Nothing
+    reached the engine, so it is no failure and uses none of the record's attempts: it stays
+    pending, its outcome "not sent: ..." naming the setting, and is tried again after as long
+    as it has waited so far (NOTIFY_RETRY_SECONDS at least, 6 hours at most), by whichever
+    process has the setting right (the workers) or by anyone once it is fixed."""
+    wait = min(max(now - delivery.created_at, timedelta(seconds=base_seconds)), MAX_BACKOFF)
+    return _finish(session, delivery, status="pending", attempts=delivery.attempts - 1,
+                   outcome=not_sent(error.meaning),
+                   outcome_said=[said("not sent: %(reason)s", reason=plain_reason(error))],
+                   http_status=None, response_excerpt=None, next_attempt_at=now + wait)
+
+
+def is_held(delivery: Delivery) -> bool:
+    """Whether a record waits because this server's own rules kept it from being sent."""
+    return delivery.status == "pending" and (delivery.outcome or "").startswith("not sent: ")
 
 
 def retry(session: Session, delivery: Delivery, config: dict, now: datetime) -> None:
