@@ -9,6 +9,7 @@ schema of its own in that database and drops it at the end.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import shutil
@@ -131,14 +132,14 @@ def database_url(request, tmp_path) -> str:
     return url
 
 
-@pytest.fixture
-def app(database_url, tmp_path):
-    app = create_app({
+def new_app(database_url: str, folder: Path):
+    """The app of a test: on `database_url`, its files in `folder`."""
+    return create_app({
         "TESTING": True,
         "DATABASE_URL": database_url,
         "SECRET_KEY": "test-secret",
-        "INSTANCE_PATH": str(tmp_path / "instance"),
-        "SITEMAPS_DIR": str(tmp_path / "sitemaps"),
+        "INSTANCE_PATH": str(folder / "instance"),
+        "SITEMAPS_DIR": str(folder / "sitemaps"),
         # Nothing in a test may reach the internet: the default engines are a closed local port.
         "INDEXNOW_ENDPOINT": "http://127.0.0.1:9/indexnow",
         "GSC_ENDPOINT": "http://127.0.0.1:9/",
@@ -160,8 +161,34 @@ def app(database_url, tmp_path):
         "CELERY_BROKER_URL": "memory://",
         "CELERY_TASK_ALWAYS_EAGER": True,
     })
+
+
+@pytest.fixture
+def app(database_url, tmp_path):
+    app = new_app(database_url, tmp_path)
     yield app
     app.extensions["db_engine"].dispose()
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def module_app(request, tmp_path_factory):
+    """One app for the tests of a module that only read what its fixtures stored (the
+    browser tests' showcase dashboard): a migrated database of each kind of its own, a
+    PostgreSQL schema dropped at the end."""
+    folder = tmp_path_factory.mktemp("module-app")
+    drop = None
+    if request.param == "sqlite":
+        shutil.copy(request.getfixturevalue("sqlite_template"), folder / "test.db")
+        url = f"sqlite:///{folder / 'test.db'}"
+    else:
+        if not POSTGRESQL_URL:
+            pytest.skip("TEST_POSTGRESQL_URL is not set")
+        url, drop = postgresql_schema(f"test_module_{os.getpid()}")
+    app = new_app(url, folder)
+    yield app
+    app.extensions["db_engine"].dispose()
+    if drop:
+        drop()
 
 
 # Tests about passwords and signing in, which hash and check passwords at the cost production
@@ -205,17 +232,41 @@ def engine(engine_server) -> HTTPServer:
     return engine_server
 
 
-@pytest.fixture
-def browser():
-    """Headless Chromium through Playwright (tests.builders.launch_chromium), closed after."""
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[tuple[object, asyncio.AbstractEventLoop]]:
+    """One headless Chromium (tests.builders.launch_chromium) for the test process: starting
+    Playwright's driver and the browser costs seconds, a test's own context a fraction of one.
+
+    Playwright's sync API leaves its event loop marked as running in this thread between its
+    calls, where asyncio.run() (the crawlers of other tests) refuses to start: the mark is
+    set only while a test holds `browser`."""
     from playwright.sync_api import sync_playwright
 
     from tests.builders import launch_chromium
 
     with sync_playwright() as playwright:
-        chromium = launch_chromium(playwright)
-        yield chromium
-        chromium.close()
+        browser = launch_chromium(playwright)
+        loop = asyncio.get_running_loop()
+        asyncio._set_running_loop(None)
+        try:
+            yield browser, loop
+        finally:
+            asyncio._set_running_loop(loop)
+            browser.close()
+
+
+@pytest.fixture
+def browser(chromium):
+    """The test process's Chromium (`chromium`); the contexts a test opens are closed after
+    it, so each test starts with no pages, cookies or storage of another's."""
+    browser, loop = chromium
+    asyncio._set_running_loop(loop)
+    try:
+        yield browser
+        for context in browser.contexts:
+            context.close()
+    finally:
+        asyncio._set_running_loop(None)
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.builders import CHROMIUM, launch_chromium, served
+from tests.builders import CHROMIUM, served
 from webapp.accounts.users import create_user
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
@@ -27,15 +27,10 @@ def server(app):
 
 
 @pytest.fixture
-def page():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        context = browser.new_context(viewport={"width": 1200, "height": 900})
-        yield context.new_page()
-        context.close()
-        browser.close()
+def page(browser):
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    yield context.new_page()
+    context.close()
 
 
 def shot(page, name):

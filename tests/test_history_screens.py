@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, update
 
-from tests.builders import launch_chromium, make_site, make_urls
+from tests.builders import make_site, make_urls
 from tests.test_e2e import ARTIFACTS, CHROMIUM, pytestmark, server  # noqa: F401  (fixture)
 from webapp import jobs
 from webapp.models import Delivery, Generation, utcnow
@@ -69,34 +69,28 @@ def history(app, session):
 
 @pytest.mark.parametrize("language", ["en", "ja"])
 def test_the_history_pages_fit_desktop_and_phone_in_both_languages(app, session, server, history,
-                                                                   language):
-    from playwright.sync_api import sync_playwright
-
+                                                                   language, request):
     folder = ARTIFACTS / "history"
     folder.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        try:
-            for width in (1280, 390):
-                context = browser.new_context(viewport={"width": width, "height": 900},
-                                              extra_http_headers={"Accept-Language": language})
-                page = context.new_page()
-                page.goto(f"{server}/sign-in")
-                page.fill("input[name=email]", "owner@example.com")
-                page.fill("input[name=password]", "correct horse")
-                page.click("button[type=submit]")
-                page.wait_for_url(f"{server}/")
-                for name, path in PAGES.items():
-                    page.goto(server + path)
-                    assert page.evaluate("document.documentElement.scrollWidth") <= width, \
-                        f"{name} at {width} px in {language} scrolls sideways"
-                    page.screenshot(path=str(folder / f"{name}-{width}-{language}.png"),
-                                    full_page=True)
-                    if name == "overview":  # the chart alone, to read its axes
-                        page.locator("figure.line-chart").screenshot(
-                            path=str(folder / f"chart-{width}-{language}.png"))
-                context.close()
-        finally:
-            browser.close()
+    browser = request.getfixturevalue("browser")  # the test process's Chromium
+    for width in (1280, 390):
+        context = browser.new_context(viewport={"width": width, "height": 900},
+                                      extra_http_headers={"Accept-Language": language})
+        page = context.new_page()
+        page.goto(f"{server}/sign-in")
+        page.fill("input[name=email]", "owner@example.com")
+        page.fill("input[name=password]", "correct horse")
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{server}/")
+        for name, path in PAGES.items():
+            page.goto(server + path)
+            assert page.evaluate("document.documentElement.scrollWidth") <= width, \
+                f"{name} at {width} px in {language} scrolls sideways"
+            page.screenshot(path=str(folder / f"{name}-{width}-{language}.png"),
+                            full_page=True)
+            if name == "overview":  # the chart alone, to read its axes
+                page.locator("figure.line-chart").screenshot(
+                    path=str(folder / f"chart-{width}-{language}.png"))
+        context.close()
     assert session.scalar(select(Generation.trigger).order_by(Generation.id).limit(1)) == \
         "schedule"

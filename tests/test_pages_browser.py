@@ -57,14 +57,23 @@ pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
                                 reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)")
 
 
-@pytest.fixture
-def seeded(app):
-    """The showcase dashboard (tests/showcase.py)."""
-    return seed_showcase(app)
+@pytest.fixture(scope="module")
+def seeded(module_app):
+    """The showcase dashboard (tests/showcase.py), seeded once for the tests of this module
+    that only look at it."""
+    return seed_showcase(module_app)
+
+
+@pytest.fixture(scope="module")
+def server(module_app, seeded):
+    with served(module_app) as base_url:
+        yield base_url
 
 
 @pytest.fixture
-def server(app, seeded):
+def own_server(app):
+    """The showcase dashboard of the test's own, for a test that changes it."""
+    seed_showcase(app)
     with served(app) as base_url:
         yield base_url
 
@@ -268,9 +277,11 @@ def tab_to(page, text: str, limit: int = 60) -> None:
     raise AssertionError(f"{text!r} not reached with {limit} presses of Tab")
 
 
-def test_sign_in_create_a_site_and_regenerate_it_with_the_keyboard_alone(app, browser, server):
+def test_sign_in_create_a_site_and_regenerate_it_with_the_keyboard_alone(app, browser,
+                                                                        own_server):
     from playwright.sync_api import expect
 
+    server = own_server
     page = open_as(browser, server, "en", email=None)
     page.goto(f"{server}/sign-in")
     # The e-mail field has the focus on arrival: wait for it, as a person waits to see the

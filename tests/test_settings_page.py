@@ -14,7 +14,7 @@ from alembic import command
 from sqlalchemy import select, text
 from werkzeug import Response
 
-from tests.builders import free_port, launch_chromium, make_site, make_urls
+from tests.builders import free_port, make_site, make_urls
 from tests.conftest import alembic_config
 from tests.test_api import Api
 from tests.test_dashboard import as_role, post  # noqa: F401  (fixtures)
@@ -626,7 +626,8 @@ def test_a_sitemap_on_another_host_gets_a_block_per_host(session):
 
 # In a browser: the previews follow the editing, and every page fits a phone
 
-def test_the_previews_follow_the_editing_and_the_pages_fit_a_phone(app, session, tmp_path):
+def test_the_previews_follow_the_editing_and_the_pages_fit_a_phone(app, session, tmp_path,
+                                                                   request):
     from tests.builders import served
     from tests.test_e2e import CHROMIUM, shot
     from webapp.accounts.users import create_user
@@ -636,61 +637,58 @@ def test_the_previews_follow_the_editing_and_the_pages_fit_a_phone(app, session,
     import os
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"no Chromium at {CHROMIUM}")
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     create_user(session, "owner@example.com", "correct horse", "admin")
     site = make_site(session, name="Shop", robots_txt="User-agent: *\nDisallow: /cart\n",
                      schedule="cron:0 3 * * *", timezone="Asia/Tokyo")
     make_urls(session, site, 3)
     jobs.regenerate(site.id, app)
-    with served(app) as base, sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        try:
-            for language in ("en", "ja"):
-                for width in (1280, 390):
-                    context = browser.new_context(viewport={"width": width, "height": 900},
-                                                  extra_http_headers={"Accept-Language": language})
-                    page = context.new_page()
-                    page.goto(f"{base}/sign-in")
-                    page.fill("input[name=email]", "owner@example.com")
-                    page.fill("input[name=password]", "correct horse")
-                    page.click("button[type=submit]")
-                    page.wait_for_url(f"{base}/")
-                    for name, path in (("settings", SETTINGS), ("new-site", "/sites/new"),
-                                       ("publish", "/sites/shop/publish")):
-                        page.goto(base + path)
-                        assert page.evaluate("document.documentElement.scrollWidth") <= width
-                        shot(page, f"settings/{name}-{language}-{width}")
-                    context.close()
-            page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
-            page.goto(f"{base}/sign-in")
-            page.fill("input[name=email]", "owner@example.com")
-            page.fill("input[name=password]", "correct horse")
-            page.click("button[type=submit]")
-            page.goto(base + SETTINGS)
-            runs = page.locator("#schedule-runs li")
-            expect(runs).to_have_count(3)
-            expect(runs.first).to_contain_text("03:00")
-            assert page.locator("#f-schedule-every").is_hidden()  # only the mode's parts show
-            page.select_option("#f-schedule", "weekly")
-            page.select_option("#f-schedule-weekday", "0")
-            page.fill("#f-schedule-time", "09:45")
-            expect(runs.first).to_contain_text("09:45")
-            for run in runs.all_inner_texts():
-                assert "(Sun)" in run, run
-            page.select_option("#f-schedule", "custom")
-            page.fill("#f-schedule-custom", "whenever")
-            expect(page.locator("#schedule-preview-error")).to_contain_text("schedule")
-            robots = page.locator("#robots-preview")
-            expect(robots).to_contain_text("Sitemap: https://shop.example.com/sitemap.xml")
-            page.fill("#f-robots_txt", "User-agent: *\nDisallow: /private\n")
-            expect(robots).to_contain_text("Disallow: /private")
-            expect(robots).not_to_contain_text("/cart")
-            page.select_option("#f-schedule", "weekly")
-            page.get_by_role("button", name="Save settings").click()
-            expect(page.get_by_text("Saved.")).to_be_visible()
-        finally:
-            browser.close()
+    browser = request.getfixturevalue("browser")  # the test process's Chromium
+    with served(app) as base:
+        for language in ("en", "ja"):
+            for width in (1280, 390):
+                context = browser.new_context(viewport={"width": width, "height": 900},
+                                              extra_http_headers={"Accept-Language": language})
+                page = context.new_page()
+                page.goto(f"{base}/sign-in")
+                page.fill("input[name=email]", "owner@example.com")
+                page.fill("input[name=password]", "correct horse")
+                page.click("button[type=submit]")
+                page.wait_for_url(f"{base}/")
+                for name, path in (("settings", SETTINGS), ("new-site", "/sites/new"),
+                                   ("publish", "/sites/shop/publish")):
+                    page.goto(base + path)
+                    assert page.evaluate("document.documentElement.scrollWidth") <= width
+                    shot(page, f"settings/{name}-{language}-{width}")
+                context.close()
+        page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+        page.goto(f"{base}/sign-in")
+        page.fill("input[name=email]", "owner@example.com")
+        page.fill("input[name=password]", "correct horse")
+        page.click("button[type=submit]")
+        page.goto(base + SETTINGS)
+        runs = page.locator("#schedule-runs li")
+        expect(runs).to_have_count(3)
+        expect(runs.first).to_contain_text("03:00")
+        assert page.locator("#f-schedule-every").is_hidden()  # only the mode's parts show
+        page.select_option("#f-schedule", "weekly")
+        page.select_option("#f-schedule-weekday", "0")
+        page.fill("#f-schedule-time", "09:45")
+        expect(runs.first).to_contain_text("09:45")
+        for run in runs.all_inner_texts():
+            assert "(Sun)" in run, run
+        page.select_option("#f-schedule", "custom")
+        page.fill("#f-schedule-custom", "whenever")
+        expect(page.locator("#schedule-preview-error")).to_contain_text("schedule")
+        robots = page.locator("#robots-preview")
+        expect(robots).to_contain_text("Sitemap: https://shop.example.com/sitemap.xml")
+        page.fill("#f-robots_txt", "User-agent: *\nDisallow: /private\n")
+        expect(robots).to_contain_text("Disallow: /private")
+        expect(robots).not_to_contain_text("/cart")
+        page.select_option("#f-schedule", "weekly")
+        page.get_by_role("button", name="Save settings").click()
+        expect(page.get_by_text("Saved.")).to_be_visible()
     session.expire_all()
     saved = session.get(Site, site.id)
     assert (saved.schedule, saved.robots_txt) == ("cron:45 9 * * 0",

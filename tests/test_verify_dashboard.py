@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import select
 
 from tests import verify_website as test_website
-from tests.builders import launch_chromium, served
+from tests.builders import served
 from tests.test_dashboard import as_role  # noqa: F401 (fixtures)
 from tests.test_verify import make_verified_site
 from webapp.models import Task
@@ -66,14 +66,12 @@ def test_the_page_fits_a_phone_in_english_and_japanese(app, session, verified,
                                                        request):
     if "postgresql" in request.node.name:
         pytest.skip("the browser path is the same on both databases; it runs on SQLite")
-    from playwright.sync_api import sync_playwright
-
     from webapp.accounts.users import create_user
     create_user(session, "admin@example.com", "correct horse", "admin")
     session.commit()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with served(app) as base, sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
+    browser = request.getfixturevalue("browser")  # the test process's Chromium
+    with served(app) as base:
         for language in ("en", "ja"):
             for width in (1280, 390):
                 context = browser.new_context(viewport={"width": width, "height": 900},
@@ -90,7 +88,6 @@ def test_the_page_fits_a_phone_in_english_and_japanese(app, session, verified,
                 page.screenshot(path=str(ARTIFACTS / f"verification-{language}-{width}.png"),
                                 full_page=True)
                 context.close()
-        browser.close()
 
 
 def test_the_page_warns_when_dates_move_while_pages_do_not(app, as_role, verified, session,
