@@ -15,6 +15,7 @@ from sqlalchemy import func, select, text, update
 from tests.builders import make_site, make_urls, served
 from tests.probes import wait_for as wait_until
 from tests.probes import waiting_on_locks
+from webapp.jobs.numbers import next_numbers
 from webapp.models import ApiToken, Delivery, Generation, Site, Url, UrlImage, User, utcnow
 from webapp.accounts.tokens import create_token
 from webapp.accounts.users import create_user
@@ -516,8 +517,9 @@ def test_notify_now_runs_in_the_background(api, shop):
 
 
 def test_history_is_paged_newest_first(api, session, shop):
-    session.add_all(Generation(site_id=shop.id, status="failed", error=f"run {n}")
-                    for n in range(5))
+    first = next_numbers(session, [shop.id])[shop.id]
+    session.add_all(Generation(site_id=shop.id, number=first + n, status="failed",
+                               error=f"run {n}") for n in range(5))
     session.add_all(Delivery(site_id=shop.id, engine="gsc", attempt_limit=3) for _ in range(3))
     session.commit()
     first = api.get("/sites/shop/generations", query_string={"limit": 2}).json

@@ -11,8 +11,9 @@ from lxml import etree
 from sqlalchemy import select
 
 from tests.sitemap_schema import NS, locs, parse
+from tests.test_dashboard import as_role  # noqa: F401 - a fixture
 from webapp import create_app
-from webapp.models import Url
+from webapp.models import Generation, Site, Url
 from webapp.accounts.users import find_user, verify_password
 
 SHOP = "https://shop.example.com/"
@@ -573,17 +574,17 @@ def test_diff_between_two_generations_lists_added_removed_and_changed(runner, sh
     assert runner.invoke(args=["sitemaps", "diff", shop]).stdout == forward.stdout  # the latest
 
     one = runner.invoke(args=["sitemaps", "diff", shop, first])
-    assert one.exit_code == 2 and "give two generation ids, or none" in one.stderr
+    assert one.exit_code == 2 and "give two generation numbers, or none" in one.stderr
     gone = runner.invoke(args=["sitemaps", "diff", shop, first, "999"])
-    assert gone.exit_code == 1 and "the files of generation 999 are not kept" in gone.stderr
+    assert gone.exit_code == 1 and f"site {shop} has no generation 999" in gone.stderr
 
 
 def test_history_lists_generations_and_rollback_serves_an_older_one(app, runner, shop,
                                                                     two_generations):
     first, second = two_generations
     history = runner.invoke(args=["sitemaps", "history", shop]).stdout.splitlines()
-    assert history[0].split("\t") == ["id", "status", "trigger", "started", "seconds", "urls",
-                                      "files", "bytes", "files kept"]
+    assert history[0].split("\t") == ["number", "status", "trigger", "started", "seconds",
+                                      "urls", "files", "bytes", "files kept"]
     assert [row.split("\t")[:3] + row.split("\t")[8:] for row in history[1:]] == [
         [str(second), "succeeded", "cli", "published"], [str(first), "succeeded", "cli", "kept"]]
 
@@ -602,7 +603,33 @@ def test_history_lists_generations_and_rollback_serves_an_older_one(app, runner,
     assert again.stdout.endswith("holds the files published now; nothing to do\n")
     unknown = runner.invoke(args=["sitemaps", "rollback", shop, "999"])
     assert unknown.exit_code == 1 and "Traceback" not in unknown.output
-    assert "generation 999 is not a successful generation of this site" in unknown.stderr
+    assert f"site {shop} has no generation 999" in unknown.stderr
+
+
+def test_each_site_numbers_its_generations_and_the_commands_use_that_number(app, runner, shop,
+                                                                           session, as_role):
+    """Two sites generating in turn: the ids interleave, the numbers do not. `history`,
+    `generate`, `rollback SITE N`, the API and the dashboard all say the site's number."""
+    assert runner.invoke(args=["sites", "create", "Blog", "https://blog.example.com/"]).exit_code == 0
+    for slug in (shop, "blog"):
+        runner.invoke(args=["urls", "add", slug, f"https://{slug}.example.com/a"])
+    made = []
+    for slug in (shop, "blog", shop, "blog", shop):
+        runner.invoke(args=["urls", "add", slug, f"https://{slug}.example.com/{len(made)}"])
+        made.append((slug, generate(runner, slug)))
+    assert made == [(shop, 1), ("blog", 1), (shop, 2), ("blog", 2), (shop, 3)]
+    history = runner.invoke(args=["sitemaps", "history", shop]).stdout.splitlines()[1:]
+    assert [row.split("\t")[0] for row in history] == ["3", "2", "1"]
+    rolled = runner.invoke(args=["sitemaps", "rollback", shop, "2"])
+    assert rolled.stdout == f"{shop}: generation 4 publishes the files of generation 2 (3 URLs)\n"
+    assert runner.invoke(args=["sitemaps", "history", shop]).stdout.splitlines()[1].endswith(
+        "\tpublished\trollback of 2")
+    site = session.scalar(select(Site).where(Site.slug == shop))
+    newest = session.scalar(select(Generation).where(Generation.site_id == site.id)
+                            .order_by(Generation.id.desc()).limit(1))
+    assert (newest.number, newest.rollback_of != 2) == (4, True)  # rollback_of keeps the id
+    text = as_role("viewer").get(f"/sites/{shop}/generations").get_data(as_text=True)
+    assert all(f"Generation {n}<" in text for n in (1, 2, 3, 4)) and "(rollback to #2)" in text
 
 
 def test_two_sites_exported_into_one_folder_keep_each_others_files(runner, shop, tmp_path):

@@ -17,6 +17,7 @@ from tests.sitemap_schema import NS, locs, parse
 from webapp import jobs
 from webapp.errors import InvalidValue
 from webapp.db import new_session
+from webapp.jobs.numbers import next_numbers
 from webapp.models import (
     FileBody,
     FileBodyPart,
@@ -318,7 +319,9 @@ def _publish_text(store, session, site, generation_id, files):
 
 
 def _generations(session, site, count):
-    rows = [Generation(site_id=site.id, status="succeeded") for _ in range(count)]
+    first = next_numbers(session, [site.id])[site.id]
+    rows = [Generation(site_id=site.id, number=first + n, status="succeeded")
+            for n in range(count)]
     session.add_all(rows)
     session.commit()
     return [row.id for row in rows]

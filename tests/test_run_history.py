@@ -31,7 +31,7 @@ def sites_with_history(session, label: str, earlier: int) -> list[int]:
              for n in range(3)]
     for site in sites:
         make_urls(session, site, 3)
-        session.add_all(Generation(site_id=site.id, status="succeeded", url_count=3,
+        session.add_all(Generation(site_id=site.id, number=n + 1, status="succeeded", url_count=3,
                                    file_count=1, bytes=900, files=[GenerationFile(
                                        name="sitemap.xml", kind="urlset", url_count=3,
                                        bytes=900, gzip_bytes=300, sha256=f"{n:064x}",

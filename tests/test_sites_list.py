@@ -40,7 +40,7 @@ def make_sites(session, count: int, name="Site {n:03}", host="site{n:03}.example
     sites = [make_site(session, name.format(n=n), f"https://{host.format(n=n)}/")
              for n in range(count)]
     now = utcnow()
-    session.add_all(Generation(site_id=site.id, status="succeeded", started_at=now,
+    session.add_all(Generation(site_id=site.id, number=1, status="succeeded", started_at=now,
                                finished_at=now) for site in sites)
     session.commit()
     return sites
@@ -120,7 +120,7 @@ def statements(app):
 
 def test_a_page_of_sites_takes_as_many_queries_for_50_sites_as_for_1(app, session):
     sites = make_sites(session, 51)
-    session.add_all(Generation(site_id=site.id, status="failed", started_at=utcnow())
+    session.add_all(Generation(site_id=site.id, number=2, status="failed", started_at=utcnow())
                     for site in sites[::2])  # the newest run of half the sites
     session.commit()
     api = token_for(app, session)
@@ -343,8 +343,8 @@ def test_sorting_by_last_run_puts_the_newest_first_and_never_run_sites_last(view
     sites = {site.name: site for site in make_sites(session, 3, name="S{n}", host="s{n}.example")}
     never = make_site(session, "A never run", "https://never.example/")
     now = utcnow()
-    session.add(Generation(site_id=sites["S0"].id, status="succeeded", started_at=now))
-    session.add(Generation(site_id=sites["S2"].id, status="failed",
+    session.add(Generation(site_id=sites["S0"].id, number=2, status="succeeded", started_at=now))
+    session.add(Generation(site_id=sites["S2"].id, number=2, status="failed",
                            started_at=now + timedelta(minutes=1)))
     session.commit()
     assert names_on(viewer.get("/?sort=last_run").text) == ["S2", "S0", "S1", never.name]
@@ -354,7 +354,7 @@ def test_sorting_by_problems_puts_the_sites_with_most_first_and_names_them(viewe
     sites = {site.name: site for site in make_sites(session, 4, name="S{n}", host="s{n}.example")}
     for site in sites.values():
         make_urls(session, site, 2, lastmod="2026-01-01")
-    session.add(Generation(site_id=sites["S1"].id, status="failed", started_at=utcnow()))
+    session.add(Generation(site_id=sites["S1"].id, number=2, status="failed", started_at=utcnow()))
     for engine in ("indexnow", "gsc"):
         session.add(Delivery(site_id=sites["S2"].id, engine=engine, status="failed",
                              attempt_limit=4))

@@ -17,6 +17,7 @@ from tests.builders import make_site, make_urls
 from tests.test_generate import published
 from webapp import jobs, leases, notify
 from webapp.db import new_session
+from webapp.jobs.numbers import next_numbers
 from webapp.models import (
     Delivery,
     FileBodyPart,
@@ -289,7 +290,8 @@ def test_a_batch_run_a_newer_set_overtook_is_superseded_and_its_files_forgotten(
         record(session_, store, runs)
         # A generation after the batch's own, published already (as a run of its own that
         # overtook the batch would leave it): the batch must not move the site back.
-        later = Generation(site_id=site.id, status="succeeded", started_at=utcnow())
+        later = Generation(site_id=site.id, number=next_numbers(session_, [site.id])[site.id],
+                           status="succeeded", started_at=utcnow())
         session_.add(later)
         session_.flush()
         session_.execute(update(Site).where(Site.id == site.id)
@@ -357,7 +359,7 @@ def test_a_batch_that_fails_leaves_nothing_and_each_site_is_run_on_its_own(
 def test_a_run_left_unfinished_is_recorded_as_interrupted_by_the_batch(app, session):
     site = make_site(session)
     make_urls(session, site, 2)
-    session.add(Generation(site_id=site.id, status="running", started_at=utcnow()))
+    session.add(Generation(site_id=site.id, number=1, status="running", started_at=utcnow()))
     session.commit()
     due_now(session, site)
     jobs.generate_many_if_due([site.id], app)

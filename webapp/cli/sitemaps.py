@@ -27,7 +27,7 @@ def _generate(site_id: int, slug: str, announce: bool) -> bool:
         return False
     files = "1 file" if generation.file_count == 1 else f"{generation.file_count} files"
     click.echo(f"{slug}: {files}, {generation.url_count} URLs, "
-               f"{generation.bytes} bytes ({generation.status}, generation {generation.id})")
+               f"{generation.bytes} bytes ({generation.status}, generation {generation.number})")
     if generation.left_out:  # by verification; the URLs are listed on the Verification page
         click.echo(f"{slug}: {publishing.describe(generation.left_out)} (`flask --app webapp "
                    f"verify {slug}` checks them again)")
@@ -88,16 +88,18 @@ def sitemaps_history(site_ref, limit):
         stored = store.kept_generations(site.storage_key)
         generations = session.scalars(select(Generation).where(Generation.site_id == site.id)
                                       .order_by(Generation.id.desc()).limit(limit)).all()
-        click.echo("id\tstatus\ttrigger\tstarted\tseconds\turls\tfiles\tbytes\tfiles kept")
+        targets = jobs.site_numbers(session, site.id, [g.rollback_of for g in generations])
+        click.echo("number\tstatus\ttrigger\tstarted\tseconds\turls\tfiles\tbytes\tfiles kept")
         for g in generations:
             seconds = f"{(g.finished_at - g.started_at).total_seconds():.1f}" if g.finished_at else "-"
             kept = ("published" if g.id == current else
                     "kept" if g.id in stored else "-")
-            note = f"\trollback of {g.rollback_of}" if g.rollback_of else ""
+            note = (f"\trollback of {targets.get(g.rollback_of, g.rollback_of)}"
+                    if g.rollback_of else "")
             error = f"\t{g.error}" if g.error else ""
             if g.left_out:
                 note += f"\t{publishing.describe(g.left_out)}"
-            click.echo(f"{g.id}\t{g.status}\t{g.trigger or '-'}\t{g.started_at:%Y-%m-%d %H:%M:%S}\t"
+            click.echo(f"{g.number}\t{g.status}\t{g.trigger or '-'}\t{g.started_at:%Y-%m-%d %H:%M:%S}\t"
                        f"{seconds}\t"
                        f"{g.url_count}\t{g.file_count}\t{g.bytes}\t{kept}{note}{error}")
 
@@ -108,13 +110,17 @@ def sitemaps_history(site_ref, limit):
 @click.option("--limit", default=50, show_default=True, help="URLs listed per kind of change.")
 @friendly_errors
 def sitemaps_diff(site_ref, generations, limit):
-    """URLs added (+), removed (-) and changed (~) from OLD to NEW.
+    """URLs added (+), removed (-) and changed (~) from generation OLD to NEW (numbers as
+    `sitemaps history` lists them; 0: nothing published).
 
     Without OLD and NEW: from the generation before the published one to the published one.
     """
     store = get_store()
     with session_scope() as session:
         site = find_site(session, site_ref)
+        if len(generations) == 2:  # the site's numbers, as people say them, to ids
+            generations = tuple(jobs.by_number(session, site, n).id if n else 0
+                                for n in generations)
         if not generations:
             stored = store.kept_generations(site.storage_key)
             kept = sorted(g for g in session.scalars(
@@ -127,13 +133,15 @@ def sitemaps_diff(site_ref, generations, limit):
             earlier = [g for g in kept if g < current]
             generations = (earlier[-1] if earlier else 0, current)
     if len(generations) != 2:
-        raise click.UsageError("give two generation ids, or none")
+        raise click.UsageError("give two generation numbers, or none")
     # Generation 0 stands for "nothing published": every URL of the first one is added.
     sets = [store.generation_set(site.storage_key, g) if g else PublishedSet(0, {})
             for g in generations]
+    with session_scope() as session:
+        said = {0: 0, **jobs.site_numbers(session, site.id, generations)}
     for generation, kept in zip(generations, sets):
         if kept is None:
-            raise click.ClickException(f"the files of generation {generation} are not kept")
+            raise click.ClickException(f"the files of generation {said[generation]} are not kept")
     result = diff(*sets, store.local)
     for mark, items in (("+", result.added), ("-", result.removed),
                         ("~", [f"{loc}  ({what})" for loc, what in result.changed])):
@@ -141,25 +149,28 @@ def sitemaps_diff(site_ref, generations, limit):
             click.echo(f"{mark} {item}")
         if len(items) > limit:
             click.echo(f"{mark} ... and {len(items) - limit} more")
-    click.echo(f"generation {generations[0]} -> {generations[1]}: {len(result.added)} added, "
+    click.echo(f"generation {said[generations[0]]} -> {said[generations[1]]}: "
+               f"{len(result.added)} added, "
                f"{len(result.removed)} removed, {len(result.changed)} changed")
 
 
 @group.command("rollback")
 @click.argument("site_ref", metavar="SITE")
-@click.argument("generation_id", type=click.IntRange(1, MAX_ID), metavar="GENERATION")
+@click.argument("number", type=click.IntRange(1, MAX_ID), metavar="GENERATION")
 @friendly_errors
-def sitemaps_rollback(site_ref, generation_id):
-    """Publish the files of an older generation again (until the next regeneration)."""
+def sitemaps_rollback(site_ref, number):
+    """Publish the files of an older generation again (until the next regeneration).
+    GENERATION is its number, as `sitemaps history` and the dashboard say it."""
     with session_scope() as session:
         site = find_site(session, site_ref)
-    generation = jobs.rollback(site.id, generation_id)
+        target_id = jobs.by_number(session, site, number).id
+    generation = jobs.rollback(site.id, target_id)
     if generation.status == "unchanged":
-        click.echo(f"{site.slug}: generation {generation_id} holds the files published now; "
+        click.echo(f"{site.slug}: generation {number} holds the files published now; "
                    "nothing to do")
         return
     if generation.status != "succeeded":
         raise click.ClickException(f"rollback {generation.status}: "
                                    f"{generation.error or 'a newer generation was published'}")
-    click.echo(f"{site.slug}: generation {generation.id} publishes the files of generation "
-               f"{generation_id} ({generation.url_count} URLs)")
+    click.echo(f"{site.slug}: generation {generation.number} publishes the files of generation "
+               f"{number} ({generation.url_count} URLs)")

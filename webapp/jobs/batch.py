@@ -15,6 +15,7 @@ from webapp import leases, many_rows, notify
 from webapp.db import new_session
 from webapp.errors import NotFound
 from webapp.jobs.due import due
+from webapp.jobs.numbers import next_numbers
 from webapp.jobs.run import _announce, _generate_if_due, log_run
 from webapp.models import UNFINISHED_RUN, Generation, Site, utcnow
 from webapp.schedules import next_run
@@ -140,9 +141,11 @@ def _record_small_runs(session: Session, store, owner: str, runs, scheduled: set
     ).values(status="failed", finished_at=started,
              error="interrupted: the run stopped unfinished"))
     table = Generation.__table__
+    numbers = next_numbers(session, site_ids)
     ids = dict(many_rows.insert_rows(
         session, table, statement=insert(table).returning(table.c.site_id, table.c.id), rows=[
-            {"site_id": run.site.id, "status": "unchanged" if run.unchanged else "succeeded",
+            {"site_id": run.site.id, "number": numbers[run.site.id],
+             "status": "unchanged" if run.unchanged else "succeeded",
              "started_at": started, "finished_at": started, "change_seq": run.site.change_seq,
              "layout": run.layout, "url_count": run.file.url_count, "file_count": 1,
              "bytes": run.file.bytes, "error": None, "rollback_of": None,

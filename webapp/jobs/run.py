@@ -18,6 +18,7 @@ from webapp import leases, notify
 from webapp.db import new_session
 from webapp.errors import NotFound
 from webapp.jobs.due import due
+from webapp.jobs.numbers import next_numbers
 from webapp.leases import SiteBusy
 from webapp.models import UNFINISHED_RUN, Generation, Site, utcnow
 from webapp.said import Line, said, said_plural
@@ -47,7 +48,8 @@ def _start(session: Session, site: Site, **fields) -> Generation:
     now = utcnow()
     session.execute(update(Generation).where(Generation.site_id == site.id, UNFINISHED_RUN).values(
         status="failed", finished_at=now, error="interrupted: the run stopped unfinished"))
-    generation = Generation(site_id=site.id, status="running", started_at=now, **fields)
+    generation = Generation(site_id=site.id, number=next_numbers(session, [site.id])[site.id],
+                            status="running", started_at=now, **fields)
     session.add(generation)
     session.commit()
     return generation
@@ -225,10 +227,10 @@ def rollback(site_id: int, target_id: int, app: Flask | None = None,
         entry_file = kept.files.get(entry) if kept else None
         if kept is not None and kept.files and not (
                 entry_file and (entry_file.kind == "index" or urlsets == [entry_file])):
-            raise NotFound(f"generation {target_id} was published under another sitemap URL "
+            raise NotFound(f"generation {target.number} was published under another sitemap URL "
                            f"(it has no {entry}); regenerate instead")
         if kept is None:
-            raise NotFound(f"the files of generation {target_id} are no longer kept (only the "
+            raise NotFound(f"the files of generation {target.number} are no longer kept (only the "
                            f"last {app.config['SITEMAP_KEEP_GENERATIONS']} are)")
         generation = _start(session, site, rollback_of=target_id, trigger="rollback")
         live = store.current_set(site.storage_key) or PublishedSet(0, {})
@@ -267,12 +269,12 @@ def regenerate_now(site_id: int, app: Flask | None = None,
     app = app or current_app._get_current_object()  # notify sends from threads
     generation = regenerate(site_id, app, progress=progress, trigger=trigger)
     if generation.status == "failed":
-        raise RuntimeError(f"generation {generation.id} failed: {generation.error}")
+        raise RuntimeError(f"generation {generation.number} failed: {generation.error}")
     planned, _ = notify.notify_site(site_id, app)
     said_line = [said_plural(
         "generation %(id)s: %(status)s, %(urls)s in %(num)s file; %(announcements)s.",
         "generation %(id)s: %(status)s, %(urls)s in %(num)s files; %(announcements)s.",
-        generation.file_count, id=generation.id, status=said(generation.status),
+        generation.file_count, id=generation.number, status=said(generation.status),
         urls=said_plural("%(num)s URL", "%(num)s URLs", generation.url_count),
         announcements=said_plural("%(num)s announcement planned",
                                   "%(num)s announcements planned", len(planned)))]

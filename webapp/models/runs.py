@@ -37,6 +37,7 @@ class Generation(Base):
     # through indexes of those alone: as many rows whatever the site's history.
     __table_args__ = (
         Index("ix_generations_site_id_id", "site_id", "id"),
+        Index("ix_generations_site_id_number", "site_id", "number", unique=True),
         Index("ix_generations_failed_site_id", "site_id", sqlite_where=text("status = 'failed'"),
               postgresql_where=text("status = 'failed'")),
         Index("ix_generations_succeeded_site_id_id", "site_id", "id",
@@ -49,6 +50,10 @@ class Generation(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     site_id: Mapped[int] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"))
+    # What people call it: its place among its site's generations, the first being 1. The
+    # dashboard, the task page, the CLI (`sitemaps history`, `rollback SITE N`) and the API
+    # say this number; the id is the installation's and stays in URLs and the ledger.
+    number: Mapped[int] = mapped_column(Integer)
     status: Mapped[str] = mapped_column(String(16), default="running")
     started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

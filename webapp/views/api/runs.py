@@ -13,7 +13,8 @@ from webapp.views.api import ApiError, access, bp, isoformat, load_site, query_i
 
 
 def generation_json(run: Generation) -> dict:
-    return {"id": run.id, "status": run.status, "started_at": isoformat(run.started_at),
+    return {"id": run.id, "number": run.number, "status": run.status,
+            "started_at": isoformat(run.started_at),
             "finished_at": isoformat(run.finished_at), "url_count": run.url_count,
             "file_count": run.file_count, "bytes": run.bytes, "error": run.error,
             "rollback_of": run.rollback_of, "trigger": run.trigger}

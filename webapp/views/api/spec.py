@@ -211,10 +211,12 @@ SCHEMAS = {
     },
     "Generation": {
         "type": "object",
-        "required": ["id", "status", "started_at", "finished_at", "url_count", "file_count",
-                     "bytes", "error", "rollback_of", "trigger"],
+        "required": ["id", "number", "status", "started_at", "finished_at", "url_count",
+                     "file_count", "bytes", "error", "rollback_of", "trigger"],
         "properties": {
-            "id": {"type": "integer"},
+            # number: the generation's place among its site's, as the dashboard and the CLI
+            # say it; id: the installation's, as rollback_of and the ledger's generation_id.
+            "id": {"type": "integer"}, "number": {"type": "integer", "minimum": 1},
             "status": {"type": "string", "enum": ["running", "publishing", "succeeded", "unchanged",
                                                   "superseded", "failed"]},
             "started_at": MOMENT, "finished_at": nullable(MOMENT),

@@ -15,7 +15,7 @@ from webapp.sitemaps import MissingBody, diff, get_store, sections
 from webapp.views.auth import require
 from webapp.views.dashboard import bp, load_site
 from webapp.views.dashboard.labels import status_name
-from webapp.views.dashboard.run_numbers import site_numbers
+from webapp.jobs import site_numbers
 
 PAGE = 50
 MAX_PAGE = 1_000_000

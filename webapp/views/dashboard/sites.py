@@ -21,7 +21,7 @@ from webapp.sites import listing as site_list
 from webapp.urls import health
 from webapp.views.auth import require
 from webapp.views.dashboard import bp, charts, load_site
-from webapp.views.dashboard.run_numbers import site_numbers
+from webapp.jobs import site_numbers
 
 PAGE = 50
 MAX_PAGE = 1_000_000
