@@ -15,7 +15,7 @@ CATALOGS := webapp/translations
 AXE := tests/browser/node_modules/axe-core/axe.min.js
 MO_FILES := $(patsubst %.po,%.mo,$(wildcard $(CATALOGS)/*/LC_MESSAGES/messages.po))
 
-install: $(STAMP) $(MO_FILES) $(AXE)
+install: $(STAMP) $(MO_FILES)
 
 # axe-core for the browser tests' accessibility scan, at the version package-lock.json pins;
 # skipped (and the scan with it, saying why) where npm is not installed.
@@ -47,12 +47,22 @@ $(STAMP): pyproject.toml
 run: install
 	$(BIN)/flask --app webapp config init
 	$(BIN)/alembic upgrade head
-	$(BIN)/flask --app webapp users ensure-admin
+	@signin=$$($(BIN)/flask --app webapp users ensure-admin) || exit $$?; \
+	ready=$$(mktemp -u); \
 	$(BIN)/flask --app webapp scheduler run & scheduler=$$!; \
-	$(BIN)/flask --app webapp worker & worker=$$!; \
+	$(BIN)/flask --app webapp worker --ready-file $$ready & worker=$$!; \
 	$(BIN)/flask --app webapp run --host 127.0.0.1 --port $(PORT) & web=$$!; \
-	trap 'kill $$web $$scheduler $$worker 2>/dev/null; wait $$scheduler $$worker' EXIT INT TERM; \
+	trap 'kill $$web $$scheduler $$worker 2>/dev/null; wait $$scheduler $$worker; rm -f $$ready' EXIT INT TERM; \
+	tries=0; until { [ -e $$ready ] && $(BIN)/python -c "$(ANSWERS)" \
+		http://127.0.0.1:$(PORT)/healthz 2>/dev/null; } || [ $$tries -ge 300 ]; do \
+		tries=$$((tries + 1)); sleep 0.2; done; \
+	printf '\n%s\n%s\n%s\n\n' "$(RULE)" "$$signin" "$(RULE)"; \
 	wait $$web
+
+# How to sign in is printed last, once the worker takes tasks and the dashboard answers (or
+# after a minute without).
+ANSWERS := import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)
+RULE := ----------------------------------------------------------------------
 
 # Production: gunicorn with WORKERS web workers (settings in webapp/gunicorn_conf.py), the
 # scheduler and a Celery worker, against the DATABASE_URL (PostgreSQL) and CELERY_BROKER_URL
@@ -72,7 +82,7 @@ run-prod: install
 
 # The whole suite, spread over every core (pytest-xdist); TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= auto
-test: install
+test: install $(AXE)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # The README's screenshots (webapp/static/tour/), taken in Chromium from a seeded dashboard.

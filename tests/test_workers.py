@@ -244,6 +244,22 @@ def test_make_run_serves_with_a_clock_and_a_worker_and_nothing_installed(tmp_pat
     left = subprocess.run(["ps", "-o", "pid=", "-g", str(make.pid)], capture_output=True,
                           text=True).stdout.split()
     assert left == [], output
+    # How to sign in comes last, after the worker is ready and the dashboard answers, framed
+    # so that it stands out of the migrations and the servers' lines above it.
+    lines = output.splitlines()
+    sign_in = next(n for n, line in enumerate(lines) if line.startswith("Sign in at "))
+    assert lines[sign_in + 1] == "-" * 70 and "Created the admin account" in output
+    assert max(n for n, line in enumerate(lines) if " ready." in line or "Running on" in line
+               or "GET /healthz" in line) < sign_in
+    assert "stopping" not in "\n".join(lines[:sign_in])  # nothing after it but the shutdown
+
+
+def test_make_run_installs_no_test_tooling():
+    """npm's axe-core is for the browser tests: make test installs it, make run does not."""
+    def planned(target: str) -> str:
+        return subprocess.run(["make", "-n", "-W", "tests/browser/package.json", target],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60).stdout
+    assert "npm ci" not in planned("run") and "npm ci" in planned("test")
 
 
 def _answers(url: str) -> requests.Response | None:
