@@ -28,15 +28,19 @@ from webapp.protocol.common import (
     escape,
 )
 from webapp.protocol.fields import (
+    AHEAD_RULE,
     FIELD_RULES,
     LANG_URL_RULE,
     LASTMOD_RULE,
+    check_lastmod,
     format_priority,
+    latest_accepted,
     lists_itself,
     normalize_changefreq,
     normalize_hreflang,
     normalize_lastmod,
     normalize_priority,
+    not_ahead,
     too_many_images,
 )
 from webapp.protocol.locations import (
@@ -78,14 +82,18 @@ __all__ = [
     "normalize_url_noting",
     "origin",
     "remove_dot_segments",
+    "AHEAD_RULE",
     "FIELD_RULES",
     "LANG_URL_RULE",
     "LASTMOD_RULE",
+    "check_lastmod",
     "format_priority",
+    "latest_accepted",
     "lists_itself",
     "normalize_changefreq",
     "normalize_hreflang",
     "normalize_lastmod",
     "normalize_priority",
+    "not_ahead",
     "too_many_images",
 ]

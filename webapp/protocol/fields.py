@@ -20,6 +20,12 @@ _W3C = re.compile(
 )
 LASTMOD_RULE = rule_text("is not a W3C Datetime; use YYYY-MM-DD or YYYY-MM-DDThh:mm:ss+hh:mm "
                          "(YYYY, YYYY-MM and times without seconds are accepted too)")
+# A date a person or a file gives (lastmod, a news article's publication date) says when
+# something happened, so it cannot be ahead of now; a day of slack covers every time zone's
+# reading of a date or a time written without a zone (UTC-12 to UTC+14).
+AHEAD_SLACK = timedelta(days=1)
+AHEAD_RULE = rule_text("must not be more than a day in the future (the day allows for every "
+                       "time zone)")
 
 
 def _cache_text(maxsize: int):
@@ -75,6 +81,31 @@ def normalize_lastmod(raw: str | date | None) -> str | None:
         raise ProtocolError("lastmod", raw, rule_text(
             "is not a real date and time (month 01-12, a day that exists, hour 00-23)")) from None
     return _utc_text(moment, raw)
+
+
+def latest_accepted(now: datetime | None = None) -> str:
+    """The latest normalised date text `not_ahead` accepts at `now` (default: the clock)."""
+    now = datetime.now(UTC) if now is None else now.astimezone(UTC)
+    return _utc_text(now + AHEAD_SLACK, now)
+
+
+def not_ahead(field: str, raw: object, value: str | None, latest: str | None = None) -> str | None:
+    """A normalised date (`YYYY-MM-DD`, or a time in UTC) that is at most a day ahead of now
+    (`latest`: latest_accepted's text, for a run of many), or ProtocolError naming the field.
+    A day alone is read as its start, so today's date anywhere on Earth passes."""
+    if value is None:
+        return None
+    moment = value if len(value) > 10 else f"{value}T00:00:00+00:00"
+    if moment > (latest or latest_accepted()):  # one format, so text order is time order
+        raise ProtocolError(field, raw, AHEAD_RULE)
+    return value
+
+
+def check_lastmod(raw: str | date | None) -> str | None:
+    """A lastmod as given (a form, the command line, a file, the API): W3C Datetime, normalised
+    (normalize_lastmod), and not more than a day ahead of now. Dates this app finds itself
+    (verification's, a generation's) are normalised only."""
+    return not_ahead("lastmod", raw, normalize_lastmod(raw))
 
 
 def _utc_text(moment: datetime, raw: object) -> str:
@@ -139,9 +170,9 @@ def format_priority(value: float) -> str:
     return f"{value:.3f}".rstrip("0")
 
 
-# The optional fields of a URL and the rule each one follows.
+# The optional fields of a URL and the rule each one follows as input.
 FIELD_RULES = {
-    "lastmod": normalize_lastmod,
+    "lastmod": check_lastmod,
     "changefreq": normalize_changefreq,
     "priority": normalize_priority,
 }

@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 
 from webapp.errors import InvalidValue, rule_text, said_of
 from webapp.models import Site, Url
-from webapp.protocol import FIELD_RULES
+from webapp.protocol import normalize_changefreq, normalize_lastmod, normalize_priority
 from webapp.protocol.news import NewsData
 from webapp.said import Line, english, said, said_plural, verbatim
 from webapp.urls.by_loc import stored_by_loc
@@ -177,7 +177,7 @@ def read_header(stream: TextIO) -> tuple[tuple[str, ...], int, str]:
 
 
 def _is_field_value(cell: str) -> bool:
-    for rule in FIELD_RULES.values():
+    for rule in (normalize_lastmod, normalize_changefreq, normalize_priority):  # by form only
         try:
             if cell and rule(cell) is not None:
                 return True

@@ -1,0 +1,149 @@
+"""What independent parsers found in the published files (issue 32), each rule on every input
+path it applies to: the dashboard's forms, the command line (`urls add`), a CSV import, a
+sitemap import and the JSON API's bulk upsert. Dates are relative to the clock, as the rules
+are."""
+
+from __future__ import annotations
+
+import html
+import io
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import select
+
+from tests.builders import csrf_token, make_site
+from webapp.accounts.tokens import create_token
+from webapp.accounts.users import create_user
+from webapp.models import Url
+from webapp.outbound import Policy
+from webapp.urls import import_opened, import_urls, open_import
+
+SHOP = "https://shop.example.com/"
+PASSWORD = "correct horse battery"
+AHEAD = "must not be more than a day in the future"
+
+pytestmark = pytest.mark.session_outside_app_context
+
+
+def days_ahead(days: float) -> datetime:
+    return datetime.now(UTC) + timedelta(days=days)
+
+
+def day_text(days: int) -> str:
+    return days_ahead(days).date().isoformat()
+
+
+def time_text(days: float) -> str:
+    return days_ahead(days).replace(microsecond=0).isoformat()
+
+
+# --- the input paths ---------------------------------------------------------------------------
+
+def signed_in(app, session, language: str | None = None):
+    user = create_user(session, f"editor-{language}@example.com", PASSWORD, "editor")
+    user.language = language
+    session.commit()
+    client = app.test_client()
+    answer = client.post("/sign-in", data={"email": user.email, "password": PASSWORD,
+                                           "csrf_token": csrf_token(client)})
+    assert answer.status_code == 302, answer.text
+    client.csrf = csrf_token(client, "/")
+    return client
+
+
+def form_add(client, **fields):
+    """The dashboard's add form: (status, page text unescaped)."""
+    answer = client.post("/sites/shop/urls", data={"csrf_token": client.csrf, **fields},
+                         follow_redirects=True)
+    return answer.status_code, html.unescape(answer.text)
+
+
+def form_edit(client, url_id: int, **fields):
+    """The URL page's form: (status, page text unescaped)."""
+    answer = client.post(f"/sites/shop/urls/{url_id}",
+                         data={"csrf_token": client.csrf, **fields}, follow_redirects=True)
+    return answer.status_code, html.unescape(answer.text)
+
+
+def api_of(app, session):
+    user = create_user(session, "cms@example.com", PASSWORD, "editor")
+    _, secret = create_token(session, user, "test", "write", None)
+    session.commit()
+    client = app.test_client()
+
+    def upsert(*items):
+        answer = client.post("/api/v1/sites/shop/urls", json={"urls": list(items)},
+                             headers={"Authorization": f"Bearer {secret}"})
+        assert answer.status_code == 200, answer.text
+        return answer.json
+
+    return upsert
+
+
+def csv_import(session, site, text: str):
+    report = import_urls(session, site, io.StringIO(text))
+    session.commit()
+    return report
+
+
+def sitemap_import(session, site, urls: str, namespaces: str = ""):
+    body = ('<?xml version="1.0" encoding="UTF-8"?>\n'
+            f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" {namespaces}>'
+            f'{urls}</urlset>')
+    policy = Policy.of({"NOTIFY_TIMEOUT": 1, "OUTBOUND_ALLOW": ""})
+    with open_import(body.encode(), "sitemap.xml", site.base_url, None, policy) as opened:
+        report = import_opened(session, site, opened)
+    session.commit()
+    return report
+
+
+def stored(session, loc: str):
+    session.expire_all()
+    return session.scalar(select(Url).where(Url.loc == loc))
+
+
+# --- lastmod: at most a day ahead ------------------------------------------------------------
+
+def test_a_lastmod_more_than_a_day_ahead_is_refused_on_every_path_naming_the_rule(
+        app, session, runner):
+    site = make_site(session)
+    far, soon = "2099-01-01", time_text(1.1)
+    # The command line.
+    for value in (far, soon, day_text(2)):
+        result = runner.invoke(args=["urls", "add", "shop", f"{SHOP}cli", "--lastmod", value])
+        assert result.exit_code != 0 and "lastmod" in result.output, result.output
+        assert AHEAD in result.output, result.output
+    assert stored(session, f"{SHOP}cli") is None
+    # The API.
+    answer = api_of(app, session)({"loc": f"{SHOP}api", "lastmod": far},
+                                   {"loc": f"{SHOP}api2", "lastmod": soon})
+    assert [(e["index"], e["field"]) for e in answer["errors"]] == [(0, "lastmod"),
+                                                                    (1, "lastmod")]
+    assert all(e["rule"].startswith(AHEAD) for e in answer["errors"]), answer
+    assert answer["created"] == 0
+    # A CSV file.
+    report = csv_import(session, site, f"loc,lastmod\n{SHOP}csv,{far}\n{SHOP}csv2,{soon}\n")
+    assert report.rejected == 2 and report.added == 0
+    assert all("lastmod" in text and AHEAD in text for _, text in report.english_rejections())
+    # A sitemap.
+    report = sitemap_import(session, site, f"<url><loc>{SHOP}xml</loc><lastmod>{far}</lastmod>"
+                                           f"</url>")
+    assert report.rejected == 1 and AHEAD in report.english_rejections()[0][1]
+    assert stored(session, f"{SHOP}xml") is None
+    # The dashboard's add form, in English and in Japanese.
+    client = signed_in(app, session)
+    status, text = form_add(client, loc=f"{SHOP}form", lastmod=far)
+    assert status == 422 and f"lastmod '{far}': {AHEAD}" in text
+    status, text = form_add(signed_in(app, session, "ja"), loc=f"{SHOP}form", lastmod=far)
+    assert status == 422 and "1日より先の日付にはできません" in text, text
+    assert stored(session, f"{SHOP}form") is None
+
+
+def test_today_and_tomorrow_by_any_time_zone_are_accepted_and_kept(app, session, runner):
+    make_site(session)
+    for n, value in enumerate((day_text(0), day_text(1), time_text(0.9),
+                               f"{day_text(1)}T09:00:00+14:00")):
+        result = runner.invoke(args=["urls", "add", "shop", f"{SHOP}{n}", "--lastmod", value])
+        assert result.exit_code == 0, result.output
+        assert stored(session, f"{SHOP}{n}").lastmod is not None
