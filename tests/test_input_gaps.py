@@ -147,3 +147,53 @@ def test_today_and_tomorrow_by_any_time_zone_are_accepted_and_kept(app, session,
         result = runner.invoke(args=["urls", "add", "shop", f"{SHOP}{n}", "--lastmod", value])
         assert result.exit_code == 0, result.output
         assert stored(session, f"{SHOP}{n}").lastmod is not None
+
+
+# --- a news article's publication date: at most a day ahead ------------------------------------
+
+NEWS_NS = 'xmlns:news="http://www.google.com/schemas/sitemap-news/0.9"'
+
+
+def news_entry(loc: str, date: str, title: str = "Story") -> str:
+    return (f"<url><loc>{loc}</loc><news:news><news:publication><news:name>Shop Times"
+            f"</news:name><news:language>en</news:language></news:publication>"
+            f"<news:publication_date>{date}</news:publication_date><news:title>{title}"
+            f"</news:title></news:news></url>")
+
+
+def news_site(session):
+    return make_site(session, news_name="Shop Times", news_language="en")
+
+
+def test_a_news_article_dated_more_than_a_day_ahead_is_refused_on_every_path(
+        app, session, runner):
+    site = news_site(session)
+    ahead = time_text(3)
+    # The command line.
+    result = runner.invoke(args=["urls", "add", "shop", f"{SHOP}cli", "--news-date", ahead,
+                                 "--news-title", "Tomorrow's news"])
+    assert result.exit_code != 0, result.output
+    assert "news_publication_date" in result.output and AHEAD in result.output, result.output
+    assert stored(session, f"{SHOP}cli") is None
+    # The API.
+    answer = api_of(app, session)({"loc": f"{SHOP}api", "news": {"publication_date": ahead,
+                                                                  "title": "Ahead"}})
+    assert [(e["field"], e["rule"]) for e in answer["errors"]] == [
+        ("news_publication_date", AHEAD + " (the day allows for every time zone)")]
+    # A CSV file.
+    report = csv_import(session, site, f"loc,news_publication_date,news_title\n"
+                                       f"{SHOP}csv,{day_text(3)},Ahead\n")
+    assert report.rejected == 1, report.summary()
+    assert "news_publication_date" in report.english_rejections()[0][1]
+    assert AHEAD in report.english_rejections()[0][1]
+    # A sitemap.
+    report = sitemap_import(session, site, news_entry(f"{SHOP}xml", ahead), NEWS_NS)
+    assert report.rejected == 1 and AHEAD in report.english_rejections()[0][1]
+    # The URL page's form.
+    client = signed_in(app, session)
+    form_add(client, loc=f"{SHOP}form")
+    url = stored(session, f"{SHOP}form")
+    status, text = form_edit(client, url.id, news_publication_date=ahead, news_title="Ahead")
+    assert status == 422 and f"news_publication_date '{ahead}': {AHEAD}" in text
+    session.expire_all()
+    assert stored(session, f"{SHOP}form").news is None

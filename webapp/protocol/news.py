@@ -2,7 +2,9 @@
 an article's publication date and title, and the two-day window of a news sitemap.
 
 Google's rules (developers.google.com/search/docs/crawling-indexing/sitemaps/news-sitemap):
-a news sitemap lists only articles published in the last two days, at most 1,000 per file;
+a news sitemap lists only articles published in the last two days, at most 1,000 per file
+(and none dated after the run: such a date is refused as input, as a lastmod ahead is, and
+one within the day of slack waits for its moment);
 the publication's name is as it appears on news.google.com; its language is an ISO 639 code
 of 2 or 3 letters, except zh-cn and zh-tw for Chinese; the publication date is a W3C date
 with at least a complete day (YYYY-MM-DD); each article has a title.
@@ -17,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 
 from webapp.errors import InvalidValue, rule_text
 from webapp.protocol.common import check_text
-from webapp.protocol.fields import normalize_lastmod
+from webapp.protocol.fields import normalize_lastmod, not_ahead
 
 WINDOW = timedelta(days=2)  # an article is listed while it is at most this old
 MAX_NEWS_PER_FILE = 1_000
@@ -76,7 +78,8 @@ def check_settings(site, values: Mapping[str, object]) -> list[InvalidValue]:
 
 
 def normalize_publication_date(raw: str) -> str:
-    """A W3C date with at least the day, normalised as lastmod is."""
+    """A W3C date with at least the day, normalised as lastmod is, and not more than a day
+    ahead of now (the rule of a lastmod)."""
     text = str(raw)
     if not _COMPLETE_DAY.match(text):
         raise InvalidValue("news_publication_date", text, rule_text(
@@ -88,7 +91,7 @@ def normalize_publication_date(raw: str) -> str:
         raise InvalidValue("news_publication_date", text, exc.said) from None
     if value is None:
         raise InvalidValue("news_publication_date", text, rule_text("is required"))
-    return value
+    return not_ahead("news_publication_date", text, value)
 
 
 def check_news_title(raw: str) -> str:
@@ -131,11 +134,17 @@ def published_at(publication_date: str) -> datetime:
 
 def window_start(now: datetime) -> datetime:
     """The oldest publication moment a news sitemap made at `now` still lists."""
-    return (now if now.tzinfo else now.replace(tzinfo=UTC)) - WINDOW
+    return _aware(now) - WINDOW
 
 
 def in_window(publication_date: str, now: datetime) -> bool:
-    return published_at(publication_date) >= window_start(now)
+    """Published at most two days before `now`, and not after it: an article dated ahead of
+    the run (within the day input allows, or stored before that rule) waits for its date."""
+    return window_start(now) <= published_at(publication_date) <= _aware(now)
+
+
+def _aware(now: datetime) -> datetime:
+    return now if now.tzinfo else now.replace(tzinfo=UTC)
 
 
 def ages_out_at(publication_date: str) -> datetime:

@@ -5,7 +5,9 @@ days, at most 1,000 per file (webapp.protocol.news has Google's rules).
 The urlset files list the same URLs as ever; the news files are written anew at every run
 (they hold two days of articles, a few thousand URLs at most), and the run records when the
 oldest of their articles ages out (`Site.news_due_at`), so the scheduler runs the site again
-then (jobs.due) and no file lists an article older than two days for longer than a tick.
+then (jobs.due) and no file lists an article older than two days for longer than a tick. An
+article dated ahead of the run is left out until its date, which is then the site's
+`news_due_at` if it comes first.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from webapp.protocol.news import (
     NEWS_NS,
     ages_out_at,
     in_window,
+    published_at,
     window_start,
 )
 from webapp.sitemaps.build import BuiltFile, Limits, UrlsetWriter, url_fragment, urlset_open
@@ -53,9 +56,10 @@ def news_fragment(name: str, language: str, publication_date: str, title: str) -
 
 
 def articles(connection: Connection, site: Site, now: datetime,
-             ) -> Iterator[tuple[int, str, str, str]]:
+             held: list[datetime] | None = None) -> Iterator[tuple[int, str, str, str]]:
     """(url id, loc, publication date, title) of the site's live, published articles in the
-    two-day window at `now`, in id order."""
+    two-day window at `now`, in id order; the moment of each dated after `now` goes to
+    `held`."""
     # Stored dates share one format, so text order is time order: the day the window starts
     # picks the candidates, the exact moment is checked here.
     first_day = window_start(now).date().isoformat()
@@ -74,6 +78,8 @@ def articles(connection: Connection, site: Site, now: datetime,
         for url_id, loc, publication_date, title in rows:
             if in_window(publication_date, now):
                 yield url_id, loc, publication_date, title
+            elif held is not None and published_at(publication_date) > window_start(now):
+                held.append(published_at(publication_date))
     finally:
         rows.close()  # a server-side cursor on PostgreSQL, however the reading ends
 
@@ -81,15 +87,16 @@ def articles(connection: Connection, site: Site, now: datetime,
 def write_news_files(connection: Connection, site: Site, folder: Path, stem: str,
                      stylesheet: str | None, now: datetime,
                      ) -> tuple[list[BuiltFile], datetime | None]:
-    """The site's news files written into `folder`, and when the oldest article they list
-    ages out (None: they list none). No files for a site that is no news publisher, nor for
-    one without an article in the window: a urlset must list at least one URL."""
+    """The site's news files written into `folder`, and when they are next due to change: the
+    oldest article they list ages out, or one dated ahead of `now` comes in (None: neither).
+    No files for a site that is no news publisher, nor for one without an article in the
+    window: a urlset must list at least one URL."""
     if not site.news_name:
         return [], None
     due: list[datetime] = []
 
     def entries() -> Iterator[tuple[int, str]]:
-        for url_id, loc, publication_date, title in articles(connection, site, now):
+        for url_id, loc, publication_date, title in articles(connection, site, now, due):
             due.append(ages_out_at(publication_date))
             yield url_id, url_fragment(loc, None, None, None, news_fragment(
                 site.news_name, site.news_language or "", publication_date, title))
