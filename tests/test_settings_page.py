@@ -607,10 +607,32 @@ def test_the_nginx_location_passes_exactly_the_sitemap_files(session):
     for path in ("/maps/sitemap.xml", "/maps/sitemap.xml.gz", "/maps/sitemap-12.xml",
                  "/maps/sitemap-3.xml.gz"):
         assert re.fullmatch(pattern, path), path
-    for path in ("/maps/sitemap-x.xml", "/sitemap.xml", "/maps/sitemapXxml", "/maps/other.xml"):
+    for path in ("/maps/sitemap-x.xml", "/sitemap.xml", "/maps/sitemapXxml", "/maps/other.xml",
+                 "/maps/sitemap-0.xml", "/maps/sitemap-news.xml", "/maps/sitemap.xml.gz.gz"):
         assert not re.fullmatch(pattern, path), path
     assert f"location = /maps/{site.indexnow_key}.txt {{" in snippet
-    assert "location = /maps/sitemap.xsl {" in snippet
+    assert ".xsl" not in snippet  # no stylesheet: nothing to pass
+
+
+def test_the_snippets_follow_the_news_and_stylesheet_settings(session):
+    """The nginx regex once missed sitemap-news.xml: each snippet now comes from the names
+    the site's settings make it publish (files.families)."""
+    site = make_site(session, news_name="Shop News", news_language="en", stylesheet=True,
+                     sections="blog /blog/")
+    snippet = publish_guide.nginx(site, "http://10.0.0.5:8000")
+    pattern = re.search(r'location ~ "([^"]+)"', snippet).group(1)
+    for path in ("/sitemap-news.xml", "/sitemap-news.xml.gz", "/sitemap-news-2.xml",
+                 "/sitemap-blog-1.xml", "/sitemap-2.xml.gz"):
+        assert re.fullmatch(pattern, path), path
+    for path in ("/sitemap-news-1.xml", "/sitemap-blog.xml", "/sitemap-shop-1.xml"):
+        assert not re.fullmatch(pattern, path), path
+    assert "location = /sitemap.xsl {" in snippet
+    caddy = re.search(r"path_regexp `([^`]+)`", publish_guide.caddy(site, "http://h:1"))
+    for path in ("/robots.txt", f"/{site.indexnow_key}.txt", "/sitemap.xsl",
+                 "/sitemap-news-2.xml.gz", "/sitemap-blog-3.xml"):
+        assert re.fullmatch(caddy.group(1), path), path
+    for path in ("/robots.txtx", "/sitemap.xsl.gz", "/sitemap-news-1.xml", "/index.html"):
+        assert not re.fullmatch(caddy.group(1), path), path
 
 
 def test_a_sitemap_on_another_host_gets_a_block_per_host(session):
@@ -621,7 +643,9 @@ def test_a_sitemap_on_another_host_gets_a_block_per_host(session):
                                                "https://cdn.example.com"]
     caddy = publish_guide.caddy(site, "http://127.0.0.1:5000")
     assert "https://shop.example.com {" in caddy and "https://cdn.example.com {" in caddy
-    assert "/shop/sitemap-*.xml.gz" in caddy
+    [_, files] = re.findall(r"path_regexp `([^`]+)`", caddy)
+    assert re.fullmatch(files, "/shop/sitemap-2.xml.gz")
+    assert not re.fullmatch(files, "/robots.txt")
 
 
 # In a browser: the previews follow the editing, and every page fits a phone

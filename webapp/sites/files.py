@@ -52,6 +52,18 @@ def families(stem: str, sections: str | None, news: bool) -> list[Family]:
     return found
 
 
+def _from(first: int) -> str:
+    """A regex of the whole numbers from `first` (1 to 9) as file names write them."""
+    return "[1-9][0-9]*" if first == 1 else f"([{first}-9]|[1-9][0-9]+)"
+
+
+def name_pattern(family: Family) -> str:
+    """A regex of the family's `.xml` names (no `.gz`), in the syntax PCRE (nginx) and RE2
+    (Caddy) share."""
+    numbered = f"-{_from(family.first)}"
+    return re.escape(family.stem) + (f"({numbered})?" if family.bare else numbered) + r"\.xml"
+
+
 def shared_name(a: Family, b: Family) -> str | None:
     """A file name both families hold (the first one), or None when they hold none."""
     if a.stem == b.stem:
