@@ -148,7 +148,7 @@ def test_sites_show_lists_every_setting_by_slug_and_by_id(runner, shop):
                        "ping_urls": "", "schedule": "every 6h", "change_delay": "60",
                        "timezone": "UTC", "exclude": "", "strip_params": "",
                        "discover_mode": "review", "lastmod_source": "given",
-                       "leave_out": "broken,noindex,canonical", "verify_schedule": "off",
+                       "leave_out": "broken,noindex,canonical,blocked", "verify_schedule": "off",
                        "user_agent": "", "verify_ignore": "", "news_name": "",
                        "news_language": "", "sections": ""}
     assert re.fullmatch(r"[0-9a-f]{32}", by_slug["indexnow_key"])

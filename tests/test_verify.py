@@ -218,19 +218,22 @@ def test_generation_leaves_out_what_leave_out_names_and_says_so(app, session, ru
     site = make_verified_site(session, web)
     verify_site(app, site.id)
     result = runner.invoke(args=["sitemaps", "generate", site.slug])
-    assert "left out: 3 broken, 2 canonical, 2 noindex" in result.output
+    assert "left out: 1 blocked, 3 broken, 2 canonical, 2 noindex" in result.output
     generation = session.scalar(select(Generation).order_by(Generation.id.desc()))
-    assert generation.left_out == {"broken": 3, "canonical": 2, "noindex": 2}
+    assert generation.left_out == {"blocked": 1, "broken": 3, "canonical": 2, "noindex": 2}
     locs = published_locs(app, site)
     base = site.base_url
     assert f"{base}missing" not in locs and f"{base}noindex-meta" not in locs
     assert f"{base}canonical-link" not in locs
-    assert f"{base}r1" in locs and f"{base}slow" in locs and f"{base}private/page" in locs
-    assert generation.url_count == 20 - 7
+    # robots.txt blocks it: Google would report "Submitted URL blocked by robots.txt".
+    assert f"{base}private/page" not in locs
+    assert f"{base}r1" in locs and f"{base}slow" in locs
+    assert generation.url_count == 20 - 8
     update_site(session, session.get(Site, site.id), {"leave_out": "broken,redirected"})
     session.commit()
     generation = generate(app, session.get(Site, site.id))
     assert generation.left_out == {"broken": 3, "redirected": 3}
+    assert f"{base}private/page" in published_locs(app, site)  # kept when not named
     update_site(session, session.get(Site, site.id), {"leave_out": ""})
     session.commit()
     generation = generate(app, session.get(Site, site.id))
@@ -316,7 +319,7 @@ def test_settings_are_validated_named_and_shown(app, session, runner):
     site = make_site(session)
     shown = site_settings(site)
     assert (shown["lastmod_source"], shown["leave_out"], shown["verify_schedule"],
-            shown["user_agent"]) == ("given", "broken,noindex,canonical", "off", "")
+            shown["user_agent"]) == ("given", "broken,noindex,canonical,blocked", "off", "")
     result = runner.invoke(args=["sites", "set", site.slug, "lastmod_source=content",
                                  "leave_out=canonical, broken,redirected",
                                  "verify_schedule=every 1d", "user_agent=MyBot/1.0",
@@ -335,7 +338,7 @@ def test_settings_are_validated_named_and_shown(app, session, runner):
     assert result.exit_code == 1
     for text in ("lastmod_source 'latest': must be one of given, content, newest",
                  "leave_out 'broken,gone': must be a comma list of broken, redirected, "
-                 "noindex, canonical (or empty); 'gone' is not one",
+                 "noindex, canonical, blocked (or empty); 'gone' is not one",
                  "verify_schedule 'sometimes': must be `off`",
                  "user_agent", "must be at most 300 printable ASCII characters",
                  "verify_ignore '(unclosed': must be regular expressions"):
@@ -415,7 +418,7 @@ def test_a_run_this_servers_own_rule_refuses_changes_nothing(app, session, web):
     generate(app, session.get(Site, site.id))
     published, before, seqs = published_locs(app, site), checks(session, site), \
         change_seqs(session, site)
-    assert len(published) == 4 and before["missing"].outcome == "broken"
+    assert len(published) == 3 and before["missing"].outcome == "broken"  # ok, ok, redirected
     web.reset()
     with another_shell(app, OUTBOUND_ALLOW="") as shell:
         with pytest.raises(StoppedByOwnRules) as stopped:

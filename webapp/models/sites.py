@@ -110,8 +110,9 @@ class Site(Timestamps, Base):
     # (None: the default) and patterns of text that do not count as a change (one a line).
     lastmod_source: Mapped[str] = mapped_column(String(8), default="given",
                                                 server_default="given")
-    leave_out: Mapped[str] = mapped_column(String(64), default="broken,noindex,canonical",
-                                           server_default="broken,noindex,canonical")
+    leave_out: Mapped[str] = mapped_column(String(64),
+                                           default="broken,noindex,canonical,blocked",
+                                           server_default="broken,noindex,canonical,blocked")
     verify_schedule: Mapped[str] = mapped_column(String(64), default="off", server_default="off")
     verify_next_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     user_agent: Mapped[str | None] = mapped_column(String(300))

@@ -37,7 +37,9 @@ def layout(site: Site, header: str, limits: Limits, entry: str) -> str:
              limits.max_bytes, site.sitemap_url, entry]
     if site.lastmod_source != "given" or site.leave_out != "broken,noindex,canonical":
         # Verification's settings choose entries and dates: another choice, another layout
-        # (left out of the digest at their defaults, so existing sets stay reusable).
+        # (left out of the digest at their first defaults, so sets published before
+        # verification stayed reusable; since `blocked` joined leave_out's default, 0028,
+        # a set published before it is rebuilt once, leaving out what robots.txt blocks).
         shape += [site.lastmod_source, site.leave_out]
     if site.sections:  # another definition, other files (left out when none, as above)
         shape.append(site.sections)

@@ -127,7 +127,7 @@ _FIELDS = [
            ("newest", _l("The newer of the two")))),
     Field("leave_out", _l("Left out of the sitemap"),
           _l("A comma list of what a URL's last check may find that keeps it out of the "
-             "sitemap: broken, redirected, noindex, canonical.")),
+             "sitemap: broken, redirected, noindex, canonical, blocked (by robots.txt).")),
     Field("verify_schedule", _l("Verification schedule"),
           _l("When every live URL is fetched and checked: every 1d, cron:0 4 * * * or off.")),
     Field("user_agent", _l("User-Agent"),

@@ -12,8 +12,10 @@ from webapp.outbound import USER_AGENT
 from webapp.schedules import check_schedule
 
 LASTMOD_SOURCES = ("given", "content", "newest")
-LEAVE_OUT_CHOICES = ("broken", "redirected", "noindex", "canonical")
-DEFAULT_LEAVE_OUT = "broken,noindex,canonical"
+LEAVE_OUT_CHOICES = ("broken", "redirected", "noindex", "canonical", "blocked")
+# Google reports a listed URL that robots.txt blocks ("Submitted URL blocked by robots.txt")
+# as it does a broken one: both are left out unless the site says otherwise.
+DEFAULT_LEAVE_OUT = "broken,noindex,canonical,blocked"
 # Who is asking, and where to read about it, as crawlers name themselves.
 DEFAULT_USER_AGENT = USER_AGENT.split(" ", 1)[0] + " (sitemap verifier; self-hosted)"
 log = logging.getLogger(__name__)
