@@ -197,3 +197,76 @@ def test_a_news_article_dated_more_than_a_day_ahead_is_refused_on_every_path(
     assert status == 422 and f"news_publication_date '{ahead}': {AHEAD}" in text
     session.expire_all()
     assert stored(session, f"{SHOP}form").news is None
+
+
+# --- hreflang: an ISO 3166-1 alpha-2 region --------------------------------------------------
+
+XHTML_NS = 'xmlns:xhtml="http://www.w3.org/1999/xhtml"'
+ISO_RULE = "which is not an ISO 3166-1 alpha-2 country code, and Google ignores it; use en-GB"
+
+
+def alternates_entry(loc: str, pairs: list[tuple[str, str]]) -> str:
+    links = "".join(f'<xhtml:link rel="alternate" hreflang="{lang}" href="{href}"/>'
+                    for lang, href in pairs)
+    return f"<url><loc>{loc}</loc>{links}</url>"
+
+
+def test_a_region_outside_iso_3166_is_refused_on_every_path_suggesting_the_code_meant(
+        app, session, runner):
+    site = make_site(session)
+    # The command line.
+    result = runner.invoke(args=["urls", "add", "shop", f"{SHOP}cli",
+                                 "--alternate", f"en-UK={SHOP}cli"])
+    assert result.exit_code != 0 and f"hreflang 'en-UK': has the region UK, {ISO_RULE}" in \
+        result.output, result.output
+    # The API.
+    answer = api_of(app, session)({"loc": f"{SHOP}api", "alternates": {"en-UK": f"{SHOP}api"}})
+    assert [e["field"] for e in answer["errors"]] == ["hreflang"]
+    assert answer["errors"][0]["rule"].endswith(ISO_RULE), answer
+    # A CSV file.
+    report = csv_import(session, site, f"loc,alternates\n{SHOP}csv,en-UK={SHOP}csv\n")
+    assert report.rejected == 1 and ISO_RULE in report.english_rejections()[0][1]
+    # A sitemap.
+    report = sitemap_import(session, site, alternates_entry(f"{SHOP}xml", [("en-UK", f"{SHOP}xml")]),
+                            XHTML_NS)
+    assert report.rejected == 1 and ISO_RULE in report.english_rejections()[0][1]
+    # The URL page's form, in English and in Japanese.
+    client = signed_in(app, session)
+    form_add(client, loc=f"{SHOP}form")
+    url_id = stored(session, f"{SHOP}form").id
+    status, text = form_edit(client, url_id, alternates=f"en-UK={SHOP}form")
+    assert status == 422 and ISO_RULE in text
+    status, text = form_edit(signed_in(app, session, "ja"), url_id,
+                             alternates=f"en-UK={SHOP}form")
+    assert status == 422 and "ISO 3166-1" in text and "en-GB" in text and "無視" in text, text
+    for loc in ("cli", "api", "csv", "xml"):
+        assert stored(session, f"{SHOP}{loc}") is None
+    assert stored(session, f"{SHOP}form").alternates == []
+
+
+@pytest.mark.parametrize(("given", "rule"), [
+    ("es-419", "has the UN M.49 region 419, which Google's hreflang documentation does not "
+               "list (a region is an ISO 3166-1 alpha-2 country code); use es alone, or with a "
+               "country's code"),
+    ("ja-JA", "use ja-JP"), ("en-EN", "Google ignores it; use en"),
+    ("zh-Hant-UK", "use zh-Hant-GB"), ("de-ZR", "use de-CD"),
+    ("de-XK", "use de alone, or with a country's code"),
+])
+def test_a_region_google_does_not_document_is_refused_naming_what_is_meant(given, rule):
+    from webapp.errors import InvalidValue
+    from webapp.protocol import normalize_hreflang
+
+    with pytest.raises(InvalidValue) as refused:
+        normalize_hreflang(given)
+    assert refused.value.field == "hreflang" and refused.value.rule.endswith(rule)
+
+
+def test_script_subtags_x_default_and_every_iso_region_are_kept():
+    from webapp.protocol import normalize_hreflang
+    from webapp.protocol.fields import iso_3166_regions
+
+    assert len(iso_3166_regions()) == 249  # ISO 3166-1's assigned alpha-2 codes
+    assert {"GB", "US", "JP", "TW", "AQ", "SS", "BQ"} <= iso_3166_regions()
+    for given, kept in (("zh-Hant", "zh-Hant"), ("zh-hant-tw", "zh-Hant-TW"),
+                        ("x-default", "x-default"), ("en-gb", "en-GB"), ("de", "de")):
+        assert normalize_hreflang(given) == kept

@@ -370,8 +370,9 @@ def test_every_three_decimal_priority_round_trips_through_its_formatted_text():
 
 
 @pytest.mark.parametrize("raw, expected", [
-    ("en", "en"), ("DE", "de"), ("de-ch", "de-CH"), ("zh-hant", "zh-Hant"), ("es-419", "es-419"),
+    ("en", "en"), ("DE", "de"), ("de-ch", "de-CH"), ("zh-hant", "zh-Hant"), ("es-419", None),
     ("zh-HANT-tw", "zh-Hant-TW"), ("X-Default", "x-default"), ("fil", "fil"), (" ja-jp ", "ja-JP"),
+    ("en-uk", None),
     ("english", None), ("en_US", None), ("e", None), ("en-", None), ("en-usa1", None),
     ("", None), (None, None)])
 def test_hreflang_is_a_language_code_normalized_to_bcp47_case(raw, expected):

@@ -198,7 +198,8 @@ def lists_itself(loc: str) -> RuleText:
 
 
 def normalize_hreflang(raw: str) -> str:
-    """`x-default`, or an ISO 639-1 language with an optional script and region: `de`, `de-CH`."""
+    """`x-default`, or an ISO 639-1 language with an optional script and an ISO 3166-1
+    alpha-2 region: `de`, `de-CH`, `zh-Hant`, `zh-Hant-TW`."""
     value = (raw or "").strip()
     if not _HREFLANG.fullmatch(value):
         raise ProtocolError("hreflang", raw, rule_text(
@@ -209,4 +210,54 @@ def normalize_hreflang(raw: str) -> str:
     out = [pieces[0].lower()]
     for piece in pieces[1:]:
         out.append(piece.title() if len(piece) == 4 else piece.upper())
+    region = out[-1] if len(out) > 1 and len(out[-1]) != 4 else None
+    if region is not None and region not in iso_3166_regions():
+        raise ProtocolError("hreflang", raw, _region_rule("-".join(out[:-1]), region))
     return "-".join(out)
+
+
+# Google's "Tell Google about localized versions of your page" (developers.google.com/search/
+# docs/specialty/international/localized-versions, PROTOCOL.md §4 [HREF]) gives the region of
+# an hreflang value "in ISO 3166-1 Alpha 2 format" and documents nothing else: a UN M.49 area
+# such as 419 (Latin America, `es-419`) is not among its values, and Google has said the page
+# still stands when asked about es-419, so it is refused like any region outside the list.
+# CLDR's territories (Babel's data, installed with Flask-Babel) are ISO 3166-1 alpha-2's 249
+# assigned codes and these, which ISO reserves or leaves to private use.
+_NOT_ISO_3166 = frozenset({"AC", "CP", "CQ", "DG", "EA", "EU", "EZ", "IC", "TA", "UN", "QO",
+                           "XA", "XB", "XK", "ZZ"})
+# A language's code written again as its region (ja-JA), the most common slip after en-UK
+# (CLDR's aliases give UK -> GB and the other retired codes); None: the language alone.
+_REGION_SLIPS = {"CS": "CZ", "DA": "DK", "EL": "GR", "EN": None, "HE": "IL", "JA": "JP",
+                 "KO": "KR", "SV": "SE", "ZH": "CN"}
+
+
+@functools.cache
+def iso_3166_regions() -> frozenset[str]:
+    """The ISO 3166-1 alpha-2 codes, from CLDR's territories (Babel's data)."""
+    from babel import Locale
+
+    return frozenset(code for code in Locale("en").territories
+                     if len(code) == 2 and code.isalpha()) - _NOT_ISO_3166
+
+
+def _region_rule(language: str, region: str) -> RuleText:
+    """Why `region` is refused after `language` (with its script, if any), with the tag
+    meant when a well-known slip says it."""
+    if region.isdigit():
+        return rule_text("has the UN M.49 region %(region)s, which Google's hreflang "
+                         "documentation does not list (a region is an ISO 3166-1 alpha-2 "
+                         "country code); use %(language)s alone, or with a country's code",
+                         region=region, language=language)
+    from babel.core import get_global
+
+    meant = _REGION_SLIPS.get(region, "?") if language.upper() == region else "?"
+    if meant == "?":
+        aliases = get_global("territory_aliases").get(region, [])
+        meant = aliases[0] if len(aliases) == 1 else "?"
+    if meant == "?":
+        return rule_text("has the region %(region)s, which is not an ISO 3166-1 alpha-2 "
+                         "country code, and Google ignores it; use %(language)s alone, or "
+                         "with a country's code", region=region, language=language)
+    return rule_text("has the region %(region)s, which is not an ISO 3166-1 alpha-2 country "
+                     "code, and Google ignores it; use %(suggestion)s", region=region,
+                     suggestion=language if meant is None else f"{language}-{meant}")
