@@ -87,6 +87,21 @@ def served(app) -> Iterator[str]:
         server.server_close()
 
 
+def signed_in_page(browser, base: str, email: str, password: str, width: int = 1280,
+                   language: str = "en"):
+    """A page of a new browser context `width` px wide that asks for `language`, signed in
+    to the dashboard at `base` (on its sites page); close it with `page.context.close()`."""
+    context = browser.new_context(viewport={"width": width, "height": 900},
+                                  extra_http_headers={"Accept-Language": language})
+    page = context.new_page()
+    page.goto(f"{base}/sign-in")
+    page.fill("input[name=email]", email)
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base}/")
+    return page
+
+
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")  # Debian's; .ci/run installs it
 BROWSER_CEILING_MS = 120_000  # how long `expect` waits for a page to show what it should
 

@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, update
 
-from tests.builders import make_site, make_urls
+from tests.builders import make_site, make_urls, signed_in_page
 from tests.test_e2e import ARTIFACTS, CHROMIUM, pytestmark, server  # noqa: F401  (fixture)
 from webapp import jobs
 from webapp.models import Delivery, Generation, utcnow
@@ -74,14 +74,8 @@ def test_the_history_pages_fit_desktop_and_phone_in_both_languages(app, session,
     folder.mkdir(parents=True, exist_ok=True)
     browser = request.getfixturevalue("browser")  # the test process's Chromium
     for width in (1280, 390):
-        context = browser.new_context(viewport={"width": width, "height": 900},
-                                      extra_http_headers={"Accept-Language": language})
-        page = context.new_page()
-        page.goto(f"{server}/sign-in")
-        page.fill("input[name=email]", "owner@example.com")
-        page.fill("input[name=password]", "correct horse")
-        page.click("button[type=submit]")
-        page.wait_for_url(f"{server}/")
+        page = signed_in_page(browser, server, "owner@example.com", "correct horse", width,
+                              language)
         for name, path in PAGES.items():
             page.goto(server + path)
             assert page.evaluate("document.documentElement.scrollWidth") <= width, \
@@ -91,6 +85,6 @@ def test_the_history_pages_fit_desktop_and_phone_in_both_languages(app, session,
             if name == "overview":  # the chart alone, to read its axes
                 page.locator("figure.line-chart").screenshot(
                     path=str(folder / f"chart-{width}-{language}.png"))
-        context.close()
+        page.context.close()
     assert session.scalar(select(Generation.trigger).order_by(Generation.id).limit(1)) == \
         "schedule"

@@ -14,7 +14,7 @@ from alembic import command
 from sqlalchemy import select, text
 from werkzeug import Response
 
-from tests.builders import free_port, make_site, make_urls
+from tests.builders import free_port, make_site, make_urls, signed_in_page
 from tests.conftest import alembic_config
 from tests.test_api import Api
 from tests.test_dashboard import as_role, post  # noqa: F401  (fixtures)
@@ -672,25 +672,15 @@ def test_the_previews_follow_the_editing_and_the_pages_fit_a_phone(app, session,
     with served(app) as base:
         for language in ("en", "ja"):
             for width in (1280, 390):
-                context = browser.new_context(viewport={"width": width, "height": 900},
-                                              extra_http_headers={"Accept-Language": language})
-                page = context.new_page()
-                page.goto(f"{base}/sign-in")
-                page.fill("input[name=email]", "owner@example.com")
-                page.fill("input[name=password]", "correct horse")
-                page.click("button[type=submit]")
-                page.wait_for_url(f"{base}/")
+                page = signed_in_page(browser, base, "owner@example.com", "correct horse",
+                                      width, language)
                 for name, path in (("settings", SETTINGS), ("new-site", "/sites/new"),
                                    ("publish", "/sites/shop/publish")):
                     page.goto(base + path)
                     assert page.evaluate("document.documentElement.scrollWidth") <= width
                     shot(page, f"settings/{name}-{language}-{width}")
-                context.close()
-        page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
-        page.goto(f"{base}/sign-in")
-        page.fill("input[name=email]", "owner@example.com")
-        page.fill("input[name=password]", "correct horse")
-        page.click("button[type=submit]")
+                page.context.close()
+        page = signed_in_page(browser, base, "owner@example.com", "correct horse")
         page.goto(base + SETTINGS)
         runs = page.locator("#schedule-runs li")
         expect(runs).to_have_count(3)

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import select
 
 from tests import verify_website as test_website
-from tests.builders import served
+from tests.builders import served, signed_in_page
 from tests.test_dashboard import as_role  # noqa: F401 (fixtures)
 from tests.test_verify import make_verified_site
 from webapp.models import Task
@@ -74,20 +74,15 @@ def test_the_page_fits_a_phone_in_english_and_japanese(app, session, verified,
     with served(app) as base:
         for language in ("en", "ja"):
             for width in (1280, 390):
-                context = browser.new_context(viewport={"width": width, "height": 900},
-                                              extra_http_headers={"Accept-Language": language})
-                page = context.new_page()
-                page.goto(f"{base}/sign-in")
-                page.fill("input[name=email]", "admin@example.com")
-                page.fill("input[name=password]", "correct horse")
-                page.click("button[type=submit]")
+                page = signed_in_page(browser, base, "admin@example.com", "correct horse",
+                                      width, language)
                 page.goto(f"{base}/sites/{verified.slug}/verification")
                 heading = "URL の確認" if language == "ja" else "Verification"
                 assert page.locator("h2").first.inner_text() == heading
                 assert page.evaluate("document.documentElement.scrollWidth") <= width
                 page.screenshot(path=str(ARTIFACTS / f"verification-{language}-{width}.png"),
                                 full_page=True)
-                context.close()
+                page.context.close()
 
 
 def test_the_page_warns_when_dates_move_while_pages_do_not(app, as_role, verified, session,
