@@ -37,9 +37,9 @@ def history(app, session):
     session.commit()
     runs.append(jobs.regenerate(site.id, app, trigger="change"))
     runs.append(jobs.regenerate(site.id, app, trigger="button"))
-    future = (utcnow() + timedelta(days=40)).strftime("%Y-%m-%d")
+    recent = (utcnow() - timedelta(days=1)).strftime("%Y-%m-%d")  # input refuses the future
     for n in range(5):
-        save_url(session, site, f"{site.base_url}news/{n}", {"lastmod": future})
+        save_url(session, site, f"{site.base_url}news/{n}", {"lastmod": recent})
     session.commit()
     for days, run in zip((20, 9, 2), runs):
         session.execute(update(Generation).where(Generation.id == run.id).values(
