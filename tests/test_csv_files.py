@@ -268,7 +268,7 @@ def test_importing_an_export_again_changes_nothing_and_a_changed_title_is_an_upd
     ("loc,images,image_titles", "{b}a,{b}1.jpg {b}2.jpg,One",
      "image_titles 'One': has 1 lines and there are 2 images"),
     ("loc,alternates", "{b}a,de={b}de/a", "alternates 'de': must include {b}a itself"),
-    ("loc,alternates", "{b}a,en={b}a de={b}de/a de={b}de/b", "names the language de twice"),
+    ("loc,alternates", "{b}a,en={b}a de={b}de/a de={b}de/b", "one URL per language"),
     ("loc,alternates", "{b}a,{b}a", "must be written as LANG=URL"),
     ("loc,images", "{b}a,notaurl", "images 'notaurl'"),
 ])

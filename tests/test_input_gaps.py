@@ -227,8 +227,8 @@ def test_a_region_outside_iso_3166_is_refused_on_every_path_suggesting_the_code_
     report = csv_import(session, site, f"loc,alternates\n{SHOP}csv,en-UK={SHOP}csv\n")
     assert report.rejected == 1 and ISO_RULE in report.english_rejections()[0][1]
     # A sitemap.
-    report = sitemap_import(session, site, alternates_entry(f"{SHOP}xml", [("en-UK", f"{SHOP}xml")]),
-                            XHTML_NS)
+    report = sitemap_import(session, site,
+                            alternates_entry(f"{SHOP}xml", [("en-UK", f"{SHOP}xml")]), XHTML_NS)
     assert report.rejected == 1 and ISO_RULE in report.english_rejections()[0][1]
     # The URL page's form, in English and in Japanese.
     client = signed_in(app, session)
@@ -270,3 +270,64 @@ def test_script_subtags_x_default_and_every_iso_region_are_kept():
     for given, kept in (("zh-Hant", "zh-Hant"), ("zh-hant-tw", "zh-Hant-TW"),
                         ("x-default", "x-default"), ("en-gb", "en-GB"), ("de", "de")):
         assert normalize_hreflang(given) == kept
+
+
+# --- hreflang: one URL per language ----------------------------------------------------------
+
+ONE_PER_LANGUAGE = "hreflang allows one URL per language"
+
+
+def test_two_urls_for_one_language_are_refused_in_either_order_on_every_path(
+        app, session, runner):
+    site = make_site(session)
+    other = "https://other.example/en"
+
+    def orders(loc):
+        return [[("en", loc), ("en", other)], [("en", other), ("en", loc)]]
+
+    # The command line: neither order keeps one of the two, nor blames the missing self-link.
+    for pairs in orders(f"{SHOP}cli"):
+        result = runner.invoke(args=["urls", "add", "shop", f"{SHOP}cli",
+                                     *[f"--alternate={lang}={href}" for lang, href in pairs]])
+        assert result.exit_code != 0 and ONE_PER_LANGUAGE in result.output, result.output
+        assert "must include" not in result.output
+    # The API: keys that are one language once normalised.
+    upsert = api_of(app, session)
+    answer = upsert({"loc": f"{SHOP}api", "alternates": {"en": f"{SHOP}api", "EN": other}},
+                    {"loc": f"{SHOP}api2", "alternates": {"EN": other, "en": f"{SHOP}api2"}})
+    assert [e["index"] for e in answer["errors"]] == [0, 1], answer
+    assert all(e["rule"].endswith(ONE_PER_LANGUAGE) for e in answer["errors"]), answer
+    # A CSV file.
+    rows = "".join(f"{SHOP}csv{n},\"{' '.join(f'{lang}={href}' for lang, href in pairs)}\"\n"
+                   for n, pairs in enumerate(orders(f"{SHOP}csv")))
+    report = csv_import(session, site, f"loc,alternates\n{rows}")
+    assert report.rejected == 2 and all(ONE_PER_LANGUAGE in text
+                                        for _, text in report.english_rejections())
+    # A sitemap.
+    entries = "".join(alternates_entry(f"{SHOP}xml{n}", pairs)
+                      for n, pairs in enumerate(orders(f"{SHOP}xml")))
+    report = sitemap_import(session, site, entries, XHTML_NS)
+    assert report.rejected == 2 and all(ONE_PER_LANGUAGE in text
+                                        for _, text in report.english_rejections())
+    # The URL page's form.
+    client = signed_in(app, session)
+    form_add(client, loc=f"{SHOP}form")
+    url_id = stored(session, f"{SHOP}form").id
+    for pairs in orders(f"{SHOP}form"):
+        status, text = form_edit(client, url_id,
+                                 alternates="\n".join(f"{lang}={href}" for lang, href in pairs))
+        assert status == 422 and ONE_PER_LANGUAGE in text
+    status, text = form_edit(signed_in(app, session, "ja"), url_id,
+                             alternates=f"en={SHOP}form\nen={other}")
+    assert status == 422 and "1つの言語に1つの URL" in text
+    for loc in ("cli", "api", "api2", "csv0", "csv1", "xml0", "xml1"):
+        assert stored(session, f"{SHOP}{loc}") is None
+    assert stored(session, f"{SHOP}form").alternates == []
+
+
+def test_the_same_language_and_url_twice_is_one_alternate(app, session, runner):
+    make_site(session)
+    result = runner.invoke(args=["urls", "add", "shop", f"{SHOP}a", f"--alternate=en={SHOP}a",
+                                 f"--alternate=EN={SHOP}a"])
+    assert result.exit_code == 0, result.output
+    assert [a.hreflang for a in stored(session, f"{SHOP}a").alternates] == ["en"]

@@ -41,6 +41,7 @@ from webapp.protocol.fields import (
     normalize_lastmod,
     normalize_priority,
     not_ahead,
+    one_url_per_language,
     too_many_images,
 )
 from webapp.protocol.locations import (
@@ -95,5 +96,6 @@ __all__ = [
     "normalize_lastmod",
     "normalize_priority",
     "not_ahead",
+    "one_url_per_language",
     "too_many_images",
 ]

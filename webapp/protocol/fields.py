@@ -197,6 +197,14 @@ def lists_itself(loc: str) -> RuleText:
                      loc=ShownUrl(loc))
 
 
+def one_url_per_language(lang: str, one: str, other: str) -> RuleText:
+    """The rule of a cluster that gives one language two pages: search engines cannot tell
+    which to show, so every path refuses it rather than keep one of them."""
+    return rule_text("gives the language %(lang)s two URLs, %(one)s and %(other)s: hreflang "
+                     "allows one URL per language", lang=lang, one=ShownUrl(one),
+                     other=ShownUrl(other))
+
+
 def normalize_hreflang(raw: str) -> str:
     """`x-default`, or an ISO 639-1 language with an optional script and an ISO 3166-1
     alpha-2 region: `de`, `de-CH`, `zh-Hant`, `zh-Hant-TW`."""

@@ -34,6 +34,7 @@ from webapp.protocol import (
     lists_itself,
     normalize_hreflang,
     normalize_url,
+    one_url_per_language,
     too_many_images,
 )
 from webapp.protocol.news import NEWS_COLUMNS, news_cells
@@ -188,11 +189,10 @@ def read_extensions(loc: str, cells: dict[str, str], encoding: str) -> Extension
             lang, sep, href = pair.partition("=")
             if not sep:
                 raise InvalidValue("alternates", pair, LANG_URL_RULE)
-            lang = normalize_hreflang(lang)
-            if lang in pairs:
-                raise InvalidValue("alternates", pair, rule_text(
-                    "names the language %(lang)s twice", lang=lang))
-            pairs[lang] = normalize_url(href, encoding, field="alternates")
+            lang, href = normalize_hreflang(lang), normalize_url(href, encoding, field="alternates")
+            if pairs.setdefault(lang, href) != href:
+                raise InvalidValue("alternates", pair, one_url_per_language(lang, pairs[lang],
+                                                                            href))
         if pairs and loc not in pairs.values():
             raise InvalidValue("alternates", ", ".join(pairs), lists_itself(loc))
         alternates = tuple(sorted(pairs.items()))

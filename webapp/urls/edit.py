@@ -20,6 +20,7 @@ from webapp.protocol import (
     normalize_hreflang,
     normalize_url,
     normalize_url_noting,
+    one_url_per_language,
     too_many_images,
 )
 from webapp.urls.changes import count_live, next_change_seq
@@ -51,7 +52,8 @@ def _noted(notes: list[Note], normalized: tuple[str, Note | None]) -> str:
 
 def clean_alternates(site: Site, pairs: Iterable[str],
                      notes: list[Note] | None = None) -> dict[str, str]:
-    """`lang=URL` pairs as {hreflang: href}; the href may be on any host (other languages' sites).
+    """`lang=URL` pairs as {hreflang: href}; the href may be on any host (other languages' sites),
+    one per language (the same pair twice is one).
     One inside the site meets its rules as a loc does: parameters stripped (noted), and an
     excluded one refused naming the rule (Excluded)."""
     notes = [] if notes is None else notes
@@ -63,7 +65,10 @@ def clean_alternates(site: Site, pairs: Iterable[str],
         url = _noted(notes, normalize_url_noting(href, site.encoding, field="alternate"))
         if rules and url.startswith(site.base_url):
             url = _noted(notes, rules.apply(url, field="alternate"))
-        alternates[normalize_hreflang(lang)] = url
+        lang = normalize_hreflang(lang)
+        if alternates.setdefault(lang, url) != url:
+            raise InvalidValue("alternate", pair, one_url_per_language(lang, alternates[lang],
+                                                                       url))
     return alternates
 
 

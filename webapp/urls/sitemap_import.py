@@ -29,6 +29,7 @@ from webapp.protocol import (
     check_text,
     normalize_hreflang,
     normalize_url_noting,
+    one_url_per_language,
     origin,
 )
 from webapp.protocol.news import NewsData
@@ -177,9 +178,8 @@ def check_entry(site: Site, entry: Entry, origins: Origins) -> SitemapUrl:
     for hreflang, href in entry.alternates:
         lang, href = normalize_hreflang(hreflang), origins.place(href, "alternate", notes)
         if alternates.setdefault(lang, href) != href:
-            raise InvalidValue("hreflang", lang, rule_text(
-                "names two pages: %(one)s and %(other)s; a language has one page",
-                one=alternates[lang], other=href))
+            raise InvalidValue("hreflang", lang, one_url_per_language(lang, alternates[lang],
+                                                                      href))
     checked = check_url(site, loc, fields, images, alternates)
     texts = [(check_text("image:title", title) or None, check_text("image:caption", caption)
               or None) for _, title, caption in entry.images]
