@@ -1,6 +1,6 @@
 """A dashboard as people run it, for the browser tests and the README's tour: a Japanese shop
 with long and Japanese URLs, images and language versions, two sections, a few generations
-and announcements, a finished task, an ordinary second site, an empty third one, three accounts
+and announcements, a finished task and a finished "Test my setup" (some files right, some wrong), an ordinary second site, an empty third one, three accounts
 and a token."""
 
 from __future__ import annotations
@@ -89,6 +89,47 @@ def seed_showcase(app: Flask) -> dict:
         ])
         update_site(session, site, {"indexnow_enabled": "on"})
         ids["task_id"] = tasks.start(session, app, "regenerate", site)
+        ids["setup_task_id"] = _finished_setup_check(session, site)
         session.commit()
     ids["generation_id"] = generations[-1]
     return ids
+
+
+def _finished_setup_check(session, site: Site) -> str:
+    """A "Test my setup" as it ends on a host that passes some files and not others (the
+    showcase's hosts are not reachable from here, so its outcome is written as a worker
+    would write it)."""
+    from webapp.said import english, said, said_plural
+    from webapp.sites.setup_check import Outcome, said_lines
+    from webapp.tasks import records
+
+    folder = site.sitemap_url.rsplit("/", 1)[0]
+    outcomes = [
+        Outcome("", True, said("%(url)s answered %(status)s (%(type)s) and names the sitemap",
+                               url=f"{site.base_url}robots.txt", status=200,
+                               type="text/plain; charset=utf-8")),
+        Outcome("", True, said("%(url)s answered %(status)s with the published file "
+                               "(%(type)s)", url=site.sitemap_url, status=200,
+                               type="application/xml; charset=utf-8")),
+        Outcome("", False, said("%(url)s answered %(status)s: the site's server does not pass "
+                                "it to this app", url=f"{folder}/sitemap-news.xml",
+                                status=404)),
+        Outcome("", False, said(
+            "%(url)s answered %(status)s (%(type)s), but not with the file this app "
+            "publishes: the site's server answers it itself, or keeps an old copy",
+            url=f"{folder}/sitemap-blog-1.xml", status=200, type="text/html")),
+        Outcome("", None, said(
+            "%(url)s was not fetched: this server's setting %(setting)s keeps it from "
+            "sending there (%(reason)s)", url=f"{site.base_url}{site.indexnow_key}.txt",
+            setting="OUTBOUND_ALLOW", reason=said(
+                "%(host)s resolves to %(kind)s; the server sends nothing there unless the "
+                "operator allows it (OUTBOUND_ALLOW)", host="10.0.0.5",
+                kind=said("a private address")))),
+    ]
+    lines = said_lines(outcomes, [said_plural(
+        "%(num)s more sitemap file not checked (at most %(max)s are)",
+        "%(num)s more sitemap files not checked (at most %(max)s are)", 3, max=20)])
+    task = records.create(session, "setup check", site)
+    task.status, task.message, task.finished_at = "done", english(lines), utcnow()
+    task.result = {"said": lines}
+    return task.id

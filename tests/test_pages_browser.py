@@ -47,6 +47,7 @@ PAGES = [
     ("users", "/users"),
     ("account", "/account"),
     ("task", "/tasks/{task_id}"),
+    ("task-setup-check", "/tasks/{setup_task_id}"),  # "Test my setup" on How to publish
     ("sitemap-view", "/sitemaps/{slug}/view/sitemap.xml"),
 ]
 SIGNED_OUT = {"sign-in"}

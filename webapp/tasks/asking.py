@@ -10,8 +10,8 @@ from webapp.tasks import engine, queue, records, work
 
 def start(session, app: Flask, kind: str, site, payload: bytes | None = None,
           **arguments) -> str:
-    """Record work of `kind` ("regenerate", "notify", "import", "pre-flight check",
-    "discover") asked for on `site`, to be queued when the caller commits; its task id."""
+    """Record work of `kind` (a key of work.KINDS: "regenerate", "pre-flight check", "setup
+    check", ...) asked for on `site`, to be queued when the caller commits; its task id."""
     return queue.start(session, app, kind, site, work.KINDS[kind], payload, **arguments)
 
 

@@ -4,7 +4,7 @@ site's lease and asks again whether it is due, an announcement is claimed before
 recorded task that has finished is not run again.
 
 Work asked for by a person or a program (`regenerate_now`, `notify_now`, `import_urls`,
-`preflight`) writes its progress and outcome to its task record; scheduled and after-change
+`preflight`, `check_setup`) writes its progress and outcome to its task record; scheduled and after-change
 work (`regenerate_due`, `deliver`) is recorded where it always was: generations and the ledger.
 """
 
@@ -29,6 +29,8 @@ from webapp.leases import SiteBusy
 from webapp.models import TRIGGERS, Site
 from webapp.outbound import OutboundError, Policy, StoppedByOwnRules
 from webapp.said import Line, said, said_plural, verbatim
+from webapp.sitemaps import get_store
+from webapp.sites import setup_check
 from webapp.tasks import queue, records, spool
 from webapp.tasks.arguments import Id, Rule, TaskId, checked, what_is_wrong
 from webapp.urls import ENCODINGS, ImportFormatError, fetch_source, import_opened, open_import
@@ -137,6 +139,20 @@ def preflight(task_id: TaskId, site_id: Id) -> None:
     _recorded(task_id, work)
 
 
+def check_setup(task_id: TaskId, site_id: Id) -> None:
+    """"Test my setup": fetch through the site's own host what crawlers fetch, and say what
+    each address answered."""
+    app = _app()
+
+    def work(_progress) -> list[Line]:
+        site = _detached_site(app, site_id)
+        outcomes, notes = setup_check.check_setup(
+            site, get_store(app).published(site.storage_key), Policy.of(app.config))
+        return setup_check.said_lines(outcomes, notes)
+
+    _recorded(task_id, work)
+
+
 def import_urls_task(task_id: TaskId, site_id: Id, source_url: str | None = None,
                      rewrite_origin: bool = False, encoding: Encoding = "utf-8") -> None:
     """Import what the task's record carries (an upload, gzip-compressed) or what
@@ -230,7 +246,9 @@ def _revoked(sender=None, request=None, **_kwargs) -> None:
 # changes enqueue; each checks its arguments first.
 TASKS = {name: checked(f"webapp.{name}", function) for name, function in {
     "regenerate_due": regenerate_due, "deliver": deliver, "regenerate_now": regenerate_now,
-    "notify_now": notify_now, "preflight": preflight, "import_urls": import_urls_task,
+    "notify_now": notify_now, "preflight": preflight, "check_setup": check_setup,
+    "import_urls": import_urls_task,
     "discover": discover_task, "verify_now": verify_now}.items()}
 KINDS = {"regenerate": "regenerate_now", "notify": "notify_now", "import": "import_urls",
-         "pre-flight check": "preflight", "discover": "discover", "verify": "verify_now"}
+         "pre-flight check": "preflight", "setup check": "check_setup", "discover": "discover",
+         "verify": "verify_now"}

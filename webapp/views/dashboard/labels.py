@@ -21,7 +21,8 @@ STATUSES = {
     "failing": _l("failing"),
 }
 TASK_KINDS = {"regenerate": _l("Regenerate"), "notify": _l("Announce"), "import": _l("Import"),
-              "pre-flight check": _l("Pre-flight check"), "discover": _l("Discovery crawl"),
+              "pre-flight check": _l("Pre-flight check"), "setup check": _l("Test my setup"),
+              "discover": _l("Discovery crawl"),
               "verify": _l("Verification")}
 
 

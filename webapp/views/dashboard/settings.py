@@ -22,7 +22,8 @@ from webapp.models import Site, utcnow
 from webapp.protocol import origin
 from webapp.schedules import picker as schedule_picker
 from webapp.sitemaps import get_store, sectioned
-from webapp.sites import SETTINGS, publish_guide, setting_fields, site_settings, update_site
+from webapp.sites import (SETTINGS, publish_guide, setting_fields, setup_check, site_settings,
+                          update_site)
 from webapp.urls import Rules, health, over_cost
 from webapp.views.auth import demand, require
 from webapp.views.dashboard import bp, load_site
@@ -250,4 +251,4 @@ def site_publish(slug):
         hosts=publish_guide.host_paths(site),
         key_location=notify.indexnow.key_location(site),
         nginx=publish_guide.nginx(site, app_url), caddy=publish_guide.caddy(site, app_url),
-        robots_preview=_robots_preview(site, site.robots_txt))
+        robots_preview=_robots_preview(site, site.robots_txt), max_files=setup_check.MAX_FILES)

@@ -191,3 +191,10 @@ def site_notify(slug):
 @require("editor")
 def site_preflight(slug):
     return _start("pre-flight check", slug)
+
+
+@bp.post("/sites/<slug>/publish/test")
+@require("editor")
+def site_setup_check(slug):
+    """"Test my setup" on the How to publish page: a worker fetches what crawlers fetch."""
+    return _start("setup check", slug)

@@ -47,7 +47,8 @@ def task(task_id):
     state = _task(task_id)
     site = get_session().get(Site, state["site_id"]) if state["site_id"] else None
     return render_template("dashboard/task.html", task=state, shown=shown(state),
-                           site_name=site.name if site else state["site"])
+                           site_name=site.name if site else state["site"],
+                           from_publish=state["kind"] == "setup check")  # its page links back
 
 
 @bp.get("/tasks/<task_id>.json")
