@@ -331,3 +331,56 @@ def test_the_same_language_and_url_twice_is_one_alternate(app, session, runner):
                                  f"--alternate=EN={SHOP}a"])
     assert result.exit_code == 0, result.output
     assert [a.hreflang for a in stored(session, f"{SHOP}a").alternates] == ["en"]
+
+
+# --- a news article older than two days: kept, with a note -------------------------------------
+
+TOO_OLD = "is more than two days ago, so the news sitemap will not list the article"
+
+
+def test_an_article_older_than_two_days_is_kept_with_a_note_on_every_path(app, session, runner):
+    site = news_site(session)
+    old, recent = time_text(-3), time_text(-1)
+    # The command line.
+    result = runner.invoke(args=["urls", "add", "shop", f"{SHOP}cli", "--news-date", old,
+                                 "--news-title", "Last week"])
+    assert result.exit_code == 0, result.output
+    assert f"note: news_publication_date '{stored_date(old)}': {TOO_OLD}" in result.output
+    assert stored(session, f"{SHOP}cli").news is not None
+    result = runner.invoke(args=["urls", "add", "shop", f"{SHOP}cli2", "--news-date", recent,
+                                 "--news-title", "Yesterday"])
+    assert result.exit_code == 0 and "note:" not in result.output, result.output
+    # The API.
+    answer = api_of(app, session)(
+        {"loc": f"{SHOP}api", "news": {"publication_date": old, "title": "Old"}},
+        {"loc": f"{SHOP}api2", "news": {"publication_date": recent, "title": "New"}})
+    assert answer["created"] == 2 and not answer["errors"]
+    assert [(n["index"], n["field"]) for n in answer["notes"]] == [
+        (0, "news_publication_date")]
+    assert TOO_OLD in answer["notes"][0]["message"]
+    # A CSV file.
+    report = csv_import(session, site, f"loc,news_publication_date,news_title\n"
+                                       f"{SHOP}csv,{old},Old\n{SHOP}csv2,{recent},New\n")
+    assert report.added == 2 and [line for line, _ in report.english_notes()] == [2]
+    assert TOO_OLD in report.english_notes()[0][1]
+    # A sitemap.
+    report = sitemap_import(session, site, news_entry(f"{SHOP}xml", old)
+                            + news_entry(f"{SHOP}xml2", recent), NEWS_NS)
+    assert report.added == 2
+    assert [text for _, text in report.english_notes() if TOO_OLD in text] != []
+    assert len([text for _, text in report.english_notes() if TOO_OLD in text]) == 1
+    # The URL page's form.
+    client = signed_in(app, session)
+    form_add(client, loc=f"{SHOP}form")
+    url_id = stored(session, f"{SHOP}form").id
+    status, text = form_edit(client, url_id, news_publication_date=old, news_title="Old")
+    assert status == 200 and TOO_OLD in text
+    assert stored(session, f"{SHOP}form").news is not None
+    status, text = form_edit(signed_in(app, session, "ja"), url_id,
+                             news_publication_date=old, news_title="Old")
+    assert status == 200 and "ニュースサイトマップ" in text and "2日" in text
+
+
+def stored_date(given: str) -> str:
+    """A publication date as stored: in UTC with seconds."""
+    return datetime.fromisoformat(given).astimezone(UTC).isoformat()

@@ -28,6 +28,7 @@ from webapp.urls import (
     find_url,
     hreflang,
     import_opened,
+    news_notes,
     open_import,
     read_videos_file,
     save_news,
@@ -71,7 +72,7 @@ def urls_add(site_ref, loc, lastmod, changefreq, priority, images, alternates, v
         saved = write_url(session, site, check_url(site, loc, fields, images or None,
                                                    alternates or None, videos))
         news_changed = given_news and save_news(session, site, saved.url.loc, article)
-        for note in saved.notes:
+        for note in (*saved.notes, *news_notes(article)):
             click.echo(f"note: {note.english()}")
         if saved.created:
             click.echo(f"added {saved.url.loc}")

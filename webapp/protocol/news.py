@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from webapp.errors import InvalidValue, rule_text
+from webapp.errors import InvalidValue, Note, rule_text
 from webapp.protocol.common import check_text
 from webapp.protocol.fields import normalize_lastmod, not_ahead
 
@@ -145,6 +145,16 @@ def in_window(publication_date: str, now: datetime) -> bool:
 
 def _aware(now: datetime) -> datetime:
     return now if now.tzinfo else now.replace(tzinfo=UTC)
+
+
+def too_old_note(publication_date: str, now: datetime | None = None) -> Note | None:
+    """A note for an article already out of the two-day window at `now` (the clock): it is
+    stored, and listed in the urlset files, but no news sitemap will list it."""
+    if published_at(publication_date) >= window_start(now or datetime.now(UTC)):
+        return None
+    return Note("news_publication_date", publication_date, rule_text(
+        "is more than two days ago, so the news sitemap will not list the article (it lists "
+        "the last two days' only); the URL is kept and stays in the other sitemaps"))
 
 
 def ages_out_at(publication_date: str) -> datetime:

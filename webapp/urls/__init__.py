@@ -43,7 +43,7 @@ _HOMES = {
     "normalize_video": "videos",
     "videos_of": "video_store", "write_videos": "video_store",
     "write_videos_by_loc": "video_store",
-    "KEEP_NEWS": "news", "form_news": "news", "save_news": "news",
+    "KEEP_NEWS": "news", "form_news": "news", "news_notes": "news", "save_news": "news",
 }
 
 _MODULES = ("health", "hreflang", "videos")  # used as a whole: health.warnings(...)

@@ -23,7 +23,7 @@ from webapp.urls.children import IN_CHUNK, Children
 from webapp.urls.edit import CheckedUrl, check_url, delete_urls
 from webapp.urls.exclusions import Excluded
 from webapp.urls.importing import COLUMNS, ImportReport, write_batch, write_extensions
-from webapp.urls.news import item_news, store_news
+from webapp.urls.news import item_news, news_notes, store_news
 from webapp.urls.video_json import api_field, check_videos_json
 
 ITEM_FIELDS = ("loc", *FIELD_RULES, "images", "alternates", "videos", "news")
@@ -146,7 +146,7 @@ def upsert_urls(session: Session, site: Site, items: Sequence[object]) -> SyncRe
         except InvalidValue as exc:
             report.reject(index, exc)
             continue
-        report.note(index, url.notes)
+        report.note(index, (*url.notes, *(news_notes(article) if "news" in item else ())))
         given = tuple(name for name in COLUMNS if name in item)  # loc is always given
         checked[url.loc] = (index, url, given)
         if "news" in item:

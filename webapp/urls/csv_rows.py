@@ -37,7 +37,7 @@ from webapp.protocol import (
     one_url_per_language,
     too_many_images,
 )
-from webapp.protocol.news import NEWS_COLUMNS, news_cells
+from webapp.protocol.news import NEWS_COLUMNS, news_cells, too_old_note
 from webapp.urls.exclusions import Excluded, Rules
 from webapp.urls.video_cells import VIDEO_COLUMNS, export_cells, read_videos
 
@@ -136,7 +136,9 @@ def validate_text(base_url: str, encoding: str, columns: tuple[str, ...],
             values = tuple(values)
             if extensions:
                 given = {name: cells[n] for name, n in extensions.items()}
-                values += (*read_extensions(values[loc_at], given, encoding), news_cells(given))
+                news = news_cells(given)
+                values += (*read_extensions(values[loc_at], given, encoding), news)
+                notes += [note for note in (news and too_old_note(news[0]),) if note]
         except Excluded as exc:
             excluded.append(exc.pattern)
             continue

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from webapp.errors import InvalidValue, Note, rule_text
 from webapp.models import Site, Url, UrlNews
-from webapp.protocol.news import NEWS_NS, NewsData, check_news
+from webapp.protocol.news import NEWS_NS, NewsData, check_news, too_old_note
 from webapp.urls.by_loc import stored_by_loc
 from webapp.urls.changes import next_change_seq
 from webapp.urls.children import IN_CHUNK
@@ -52,6 +52,12 @@ def _write_some(session: Session, site: Site, given: Mapping[str, NewsData | Non
 
 
 KEEP_NEWS = object()  # a form without the news fields: the stored news data stays
+
+
+def news_notes(article: object) -> list[Note]:
+    """What a person should hear of an article they stored (form_news's, check_news's)."""
+    note = too_old_note(article.publication_date) if isinstance(article, NewsData) else None
+    return [] if note is None else [note]
 
 
 def form_news(form: Mapping[str, str]) -> NewsData | None | object:
@@ -122,14 +128,15 @@ def read_news_element(element, not_kept: Callable[[object], None]) -> dict[str, 
 def entry_news(site: Site, news: Mapping[str, str] | None,
                ) -> tuple[NewsData | None, list[Note]]:
     """A sitemap entry's news data, checked, and notes when its publication is not the
-    site's (the site's name and language are what its news sitemap says)."""
+    site's (the site's name and language are what its news sitemap says) or the article is
+    too old for the news sitemap."""
     if news is None:
         return None, []
     article = check_news(news.get("publication_date"), news.get("title"))
     if article is None:
         raise InvalidValue("news:publication_date", "", rule_text(
             "is required: a <news:news> needs its publication date and title"))
-    notes = []
+    notes = [note for note in (too_old_note(article.publication_date),) if note]
     if not site.news_name:
         notes.append(Note("news:name", news.get("name", ""), rule_text(
             "the site has no news publication name yet: set news_name and news_language to "

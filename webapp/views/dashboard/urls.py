@@ -38,6 +38,7 @@ from webapp.urls import (
     form_news,
     health,
     hreflang,
+    news_notes,
     save_news,
     shown,
     starting_with,
@@ -198,7 +199,7 @@ def url_edit(slug, url_id):
             errors = _by_field(exc, positions)
         else:
             session.commit()
-            for note in saved.notes:
+            for note in (*saved.notes, *news_notes(article)):
                 flash(_("Note: %(note)s.", note=note))
             flash(_("Saved %(url)s.", url=readable_url(url.loc, site.encoding)))
             return redirect(url_for("dashboard.url_edit", slug=slug, url_id=url_id))
