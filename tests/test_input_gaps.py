@@ -384,3 +384,22 @@ def test_an_article_older_than_two_days_is_kept_with_a_note_on_every_path(app, s
 def stored_date(given: str) -> str:
     """A publication date as stored: in UTC with seconds."""
     return datetime.fromisoformat(given).astimezone(UTC).isoformat()
+
+
+# --- urls add warns of alternates without a return link, as CSV imports and the API do --------
+
+def test_urls_add_warns_of_an_alternate_of_the_site_that_does_not_list_the_page_back(
+        app, session, runner):
+    make_site(session)
+    de, en = f"{SHOP}de/a", f"{SHOP}en/a"
+    assert runner.invoke(args=["urls", "add", "shop", de]).exit_code == 0
+    result = runner.invoke(args=["urls", "add", "shop", en, f"--alternate=en={en}",
+                                 f"--alternate=de={de}"])
+    assert result.exit_code == 0, result.output  # stored: a warning, not a refusal
+    assert (f"warning: 1 hreflang alternates do not list their page back, and search engines "
+            f"ignore such pairs: {de} does not list {en}.") in result.output
+    assert "urls complete-hreflang shop" in result.output
+    # The return link given: no warning, for either page.
+    result = runner.invoke(args=["urls", "add", "shop", de, f"--alternate=en={en}",
+                                 f"--alternate=de={de}"])
+    assert result.exit_code == 0 and "warning" not in result.output, result.output

@@ -85,6 +85,13 @@ def urls_add(site_ref, loc, lastmod, changefreq, priority, images, alternates, v
         if news_changed and not saved.created:
             said = f"{article.publication_date} {article.title}" if article else "none"
             click.echo(f"  news: {said}")
+        # As CSV imports and the API warn: the pairs of this URL left without a return link.
+        missing = hreflang.unreturned_among(session, site, [saved.url.loc])
+        if missing.count:
+            click.echo(f"warning: {missing.count} hreflang alternates do not list their page "
+                       f"back, and search engines ignore such pairs: {missing.describe()} Add "
+                       f"the return links, or complete the clusters: flask --app webapp urls "
+                       f"complete-hreflang {site.slug}")
 
 
 @group.command("show")
