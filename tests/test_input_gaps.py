@@ -136,7 +136,7 @@ def test_a_lastmod_more_than_a_day_ahead_is_refused_on_every_path_naming_the_rul
     status, text = form_add(client, loc=f"{SHOP}form", lastmod=far)
     assert status == 422 and f"lastmod '{far}': {AHEAD}" in text
     status, text = form_add(signed_in(app, session, "ja"), loc=f"{SHOP}form", lastmod=far)
-    assert status == 422 and "1日より先の日付にはできません" in text, text
+    assert status == 422 and "1 日より先の日付にはできません" in text, text
     assert stored(session, f"{SHOP}form") is None
 
 
@@ -319,7 +319,7 @@ def test_two_urls_for_one_language_are_refused_in_either_order_on_every_path(
         assert status == 422 and ONE_PER_LANGUAGE in text
     status, text = form_edit(signed_in(app, session, "ja"), url_id,
                              alternates=f"en={SHOP}form\nen={other}")
-    assert status == 422 and "1つの言語に1つの URL" in text
+    assert status == 422 and "1 つの言語に 1 つの URL" in text
     for loc in ("cli", "api", "api2", "csv0", "csv1", "xml0", "xml1"):
         assert stored(session, f"{SHOP}{loc}") is None
     assert stored(session, f"{SHOP}form").alternates == []
@@ -378,7 +378,7 @@ def test_an_article_older_than_two_days_is_kept_with_a_note_on_every_path(app, s
     assert stored(session, f"{SHOP}form").news is not None
     status, text = form_edit(signed_in(app, session, "ja"), url_id,
                              news_publication_date=old, news_title="Old")
-    assert status == 200 and "ニュースサイトマップ" in text and "2日" in text
+    assert status == 200 and "ニュースサイトマップ" in text and "2 日" in text
 
 
 def stored_date(given: str) -> str:

@@ -225,7 +225,7 @@ def serious_violations(page) -> list[dict]:
 
 
 needs_axe = pytest.mark.skipif(
-    not AXE.exists(), reason=f"no {AXE.relative_to(ROOT)}: `make install` installs axe-core "
+    not AXE.exists(), reason=f"no {AXE.relative_to(ROOT)}: `make test` installs axe-core "
     "from tests/browser/package-lock.json when npm exists")
 
 
