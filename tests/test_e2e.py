@@ -180,7 +180,8 @@ def test_an_operator_finds_sites_among_hundreds_on_a_desktop_and_a_phone(app, se
         for n in range(1, 241) for m in range(1 + n % 5)])
     now = utcnow()
     session.execute(insert(Generation), [
-        {"site_id": n, "status": "failed" if n % 7 == 0 else "succeeded", "started_at": now,
+        {"site_id": n, "number": 1, "status": "failed" if n % 7 == 0 else "succeeded",
+         "started_at": now,
          "finished_at": now, "error": "disk full" if n % 7 == 0 else None} for n in range(1, 241)])
     session.execute(insert(Delivery), [
         {"site_id": n, "engine": engine, "status": "failed" if n % 12 == 10 else "delivered",

@@ -360,7 +360,8 @@ def test_sorting_by_problems_puts_the_sites_with_most_first_and_names_them(viewe
                              attempt_limit=4))
     session.add(Delivery(site_id=sites["S2"].id, engine="ping", status="delivered",
                          attempt_limit=4))
-    save_url(session, sites["S3"], f"{sites['S3'].base_url}future", {"lastmod": "2999-01-01"})
+    future, _ = save_url(session, sites["S3"], f"{sites['S3'].base_url}future")
+    future.lastmod = "2999-01-01"  # stored before input refused it (more than a day ahead)
     session.commit()
     empty = make_site(session, "Empty", "https://empty.example/")
     page = viewer.get("/?sort=problems").text
