@@ -12,7 +12,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
-from tests.builders import csrf_token, make_site
+from tests.builders import make_site
+from tests.test_i18n import signed_in as i18n_signed_in
 from webapp.accounts.tokens import create_token
 from webapp.accounts.users import create_user
 from webapp.models import Url
@@ -41,15 +42,9 @@ def time_text(days: float) -> str:
 # --- the input paths ---------------------------------------------------------------------------
 
 def signed_in(app, session, language: str | None = None):
-    user = create_user(session, f"editor-{language}@example.com", PASSWORD, "editor")
-    user.language = language
-    session.commit()
-    client = app.test_client()
-    answer = client.post("/sign-in", data={"email": user.email, "password": PASSWORD,
-                                           "csrf_token": csrf_token(client)})
-    assert answer.status_code == 302, answer.text
-    client.csrf = csrf_token(client, "/")
-    return client
+    """An editor's test client, reading the dashboard in `language`."""
+    return i18n_signed_in(app, session, "editor", language,
+                          email=f"editor-{language}@example.com")
 
 
 def form_add(client, **fields):
