@@ -90,12 +90,10 @@ class AccountProblem(Exception):
 
 def load_credentials(path: str) -> service_account.Credentials:
     """The service account in a key file on the server, or a clear reason why it is not one."""
-    from google.oauth2 import service_account
-
     try:
         with open(path, encoding="utf-8") as handle:
             info = json.load(handle)
-        return service_account.Credentials.from_service_account_info(info, scopes=SCOPES)
+        return _credentials_from(info)
     except OSError as exc:
         raise InvalidValue("gsc_credentials", path, rule_text(
             "cannot be read (%(reason)s)", reason=exc.strerror)) from None
@@ -156,10 +154,8 @@ def read_key_file(data: bytes, config: Mapping) -> dict:
         raise AccountProblem(_("The key file's token_uri %(uri)s is not Google's token "
                                "address %(google)s: download the key again from Google Cloud.",
                                uri=info["token_uri"][:200], google=GOOGLE_TOKEN_URI))
-    from google.oauth2 import service_account
-
     try:
-        service_account.Credentials.from_service_account_info(info, scopes=SCOPES)
+        _credentials_from(info)
     except (ValueError, TypeError, KeyError, AttributeError):
         raise AccountProblem(_("The key file's private_key is not a private key this app can "
                                "read: download a new key for the service account.")) from None
@@ -233,6 +229,11 @@ def _load(site: Site, config: Mapping) -> service_account.Credentials:
         raise AccountProblem(_("The key file's token_uri %(uri)s is not Google's token "
                                "address %(google)s: download the key again from Google Cloud.",
                                uri=str(info.get("token_uri"))[:200], google=GOOGLE_TOKEN_URI))
+    return _credentials_from(info)
+
+
+def _credentials_from(info: Mapping) -> service_account.Credentials:
+    """The service account of a key file's content (google-auth, loaded by the first key)."""
     from google.oauth2 import service_account
 
     return service_account.Credentials.from_service_account_info(info, scopes=SCOPES)
