@@ -90,6 +90,12 @@ def _get(url: str, policy: Policy, max_bytes: int | None = None) -> Page | Outco
                                         reason=plain_reason(exc)))
 
 
+def _answered(url: str, policy: Policy, max_bytes: int | None = None) -> Page | Outcome:
+    """The page when it answered 200; otherwise the outcome that says what happened."""
+    page = _get(url, policy, max_bytes)
+    return page if isinstance(page, Outcome) or page.status == 200 else _not_passed(page)
+
+
 def _not_passed(page: Page) -> Outcome:
     """A status other than 200, in plain words."""
     if 300 <= page.status < 400:
@@ -112,11 +118,9 @@ def _type(page: Page) -> str:
 
 
 def _robots(url: str, site: Site, policy: Policy) -> Outcome:
-    page = _get(url, policy)
+    page = _answered(url, policy)
     if isinstance(page, Outcome):
         return page
-    if page.status != 200:
-        return _not_passed(page)
     lines = {line.strip().lower() for line in page.body.decode("utf-8", "replace").splitlines()}
     if f"sitemap: {site.sitemap_url}".lower() in lines:
         return Outcome(url, True, said("%(url)s answered %(status)s (%(type)s) and names the "
@@ -137,11 +141,9 @@ def _unpublished(url: str, policy: Policy) -> Outcome:
 
 
 def _file(url: str, file: PublishedFile, policy: Policy) -> Outcome:
-    page = _get(url, policy, max_bytes=file.size + 1)
+    page = _answered(url, policy, max_bytes=file.size + 1)
     if isinstance(page, Outcome):
         return page
-    if page.status != 200:
-        return _not_passed(page)
     kind = _type(page)
     if len(page.body) != file.size or hashlib.sha256(page.body).hexdigest() != file.sha256:
         return Outcome(url, False, said(
@@ -157,11 +159,9 @@ def _file(url: str, file: PublishedFile, policy: Policy) -> Outcome:
 
 
 def _key(url: str, site: Site, policy: Policy) -> Outcome:
-    page = _get(url, policy)
+    page = _answered(url, policy)
     if isinstance(page, Outcome):
         return page
-    if page.status != 200:
-        return _not_passed(page)
     if page.body.decode("utf-8", "replace").strip() == site.indexnow_key:
         return Outcome(url, True, said("%(url)s answered %(status)s (%(type)s) with the "
                                        "IndexNow key", url=_shown(url), status=200, type=_type(page)))
