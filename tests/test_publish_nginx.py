@@ -10,7 +10,6 @@ import os
 import shutil
 import socket
 import subprocess
-import time
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
 
@@ -18,6 +17,7 @@ import pytest
 import requests
 
 from tests.builders import free_port, make_site, served
+from tests.probes import wait_for
 from tests.test_news import add_articles
 from webapp import jobs
 from webapp.models import Url
@@ -59,16 +59,16 @@ def _nginx(folder, *extra: str) -> list[str]:
 
 
 def _wait_for_port(port: int, process: subprocess.Popen, folder) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    def listening() -> bool:
         if process.poll() is not None:
             pytest.fail(f"nginx stopped: {(folder / 'error.log').read_text()}")
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
         except OSError:
-            time.sleep(0.05)
-    pytest.fail("nginx did not listen within 30 s")
+            return False
+        return True
+
+    wait_for(listening, 30, "nginx to listen")
 
 
 def _running_nginx(folder, blocks: dict[str, str]):
