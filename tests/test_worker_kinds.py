@@ -54,6 +54,7 @@ STARTS = {
     "pre-flight check": ("preflight", {}),
     "discover": ("discover", {"max_pages": "10", "max_depth": "2", "max_minutes": "5"}),
     "verify": ("verify", {}),
+    "setup check": ("publish/test", {}),
 }
 
 
@@ -72,6 +73,8 @@ def test_every_kind_of_task_runs_on_a_prefork_worker(deployment, site, live_site
     assert "Traceback" not in said and "daemonic" not in said, said
     if kind in ("discover", "verify"):  # the worker's child read the live site itself
         assert "/a" in {request.path for request, _ in live_site.log[asked:]}
+    if kind == "setup check":  # fetched through the site's own host, by the worker's child
+        assert "/robots.txt" in {request.path for request, _ in live_site.log[asked:]}
 
 
 def test_the_worker_says_which_settings_file_it_read(deployment):  # noqa: F811
